@@ -1,0 +1,313 @@
+//! Time as a value passed in: the [`Clock`] trait, the real monotonic clock and
+//! a virtual [`ManualClock`] for deterministic tests.
+//!
+//! Silence is measured on a monotonic clock (R2.7); wall time is only read to
+//! label events for people, and is taken together with the monotonic reading.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+/// A monotonic instant in nanoseconds since the clock's own origin.
+///
+/// `Nanos` fits in an atomic, so a task can publish its last signal with one
+/// store. Arithmetic saturates rather than wrapping.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use watchdog_core::Nanos;
+///
+/// let t = Nanos::from_millis(1_500);
+/// assert_eq!(t + Duration::from_millis(500), Nanos::from_secs(2));
+/// assert_eq!(Nanos::from_secs(1).saturating_since(t), Duration::ZERO);
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Nanos(u64);
+
+impl Nanos {
+    /// The clock's origin.
+    pub const ZERO: Nanos = Nanos(0);
+    /// The largest representable instant, used as "never".
+    pub const MAX: Nanos = Nanos(u64::MAX);
+
+    /// Builds an instant from raw nanoseconds.
+    pub const fn from_nanos(n: u64) -> Self {
+        Nanos(n)
+    }
+
+    /// Builds an instant from milliseconds.
+    pub const fn from_millis(ms: u64) -> Self {
+        Nanos(ms.saturating_mul(1_000_000))
+    }
+
+    /// Builds an instant from seconds.
+    pub const fn from_secs(s: u64) -> Self {
+        Nanos(s.saturating_mul(1_000_000_000))
+    }
+
+    /// Returns the raw nanosecond count.
+    pub const fn as_nanos(self) -> u64 {
+        self.0
+    }
+
+    /// Returns the time elapsed from `earlier` to `self`, zero if `earlier` is later.
+    pub fn saturating_since(self, earlier: Nanos) -> Duration {
+        Duration::from_nanos(self.0.saturating_sub(earlier.0))
+    }
+
+    /// Returns `self - d`, stopping at the origin.
+    pub fn saturating_sub(self, d: Duration) -> Nanos {
+        Nanos(self.0.saturating_sub(dur_nanos(d)))
+    }
+}
+
+/// Converts a duration to nanoseconds, saturating at `u64::MAX` (584 years).
+pub(crate) fn dur_nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl std::ops::Add<Duration> for Nanos {
+    type Output = Nanos;
+    fn add(self, d: Duration) -> Nanos {
+        Nanos(self.0.saturating_add(dur_nanos(d)))
+    }
+}
+
+impl fmt::Debug for Nanos {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", Duration::from_nanos(self.0))
+    }
+}
+
+/// A source of monotonic time, with the wall time that goes with it.
+///
+/// The engine reads `now` on every recorded signal, so implementations must
+/// be cheap and must never go backwards.
+///
+/// # Examples
+///
+/// ```
+/// use watchdog_core::{Clock, ManualClock};
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::new();
+/// let before = clock.now();
+/// clock.advance(Duration::from_secs(3));
+/// assert_eq!(clock.now().saturating_since(before), Duration::from_secs(3));
+/// ```
+pub trait Clock: Send + Sync + fmt::Debug + 'static {
+    /// Returns the current monotonic instant.
+    fn now(&self) -> Nanos;
+
+    /// Returns the wall time that corresponds to the monotonic instant `at`.
+    ///
+    /// Used only for labels shown to people (RFC 3339 timestamps, Unix-time
+    /// gauges); never for measuring silence (R2.7).
+    fn wall_at(&self, at: Nanos) -> SystemTime;
+
+    /// Returns true for clocks that only move when a test moves them.
+    ///
+    /// A guard on a virtual clock spawns no driver thread: the test drives it
+    /// with [`Guard::advance`](crate::Guard::advance).
+    fn is_virtual(&self) -> bool {
+        false
+    }
+}
+
+/// The real monotonic clock.
+///
+/// On Linux it reads `CLOCK_MONOTONIC_COARSE` (a few nanoseconds, resolution
+/// of one kernel tick, typically 1–4 ms), which is what makes recording a
+/// signal cost a clock read and a store (R9.1). The same clock drives the
+/// deadline driver, so both sides of every comparison share its resolution.
+/// Elsewhere it falls back to [`std::time::Instant`].
+///
+/// # Examples
+///
+/// ```
+/// use watchdog_core::{Clock, MonotonicClock};
+///
+/// let clock = MonotonicClock::new();
+/// let a = clock.now();
+/// let b = clock.now();
+/// assert!(b >= a);
+/// ```
+#[derive(Clone, Debug)]
+pub struct MonotonicClock {
+    origin_mono: u64,
+    origin_wall: SystemTime,
+    #[cfg(not(target_os = "linux"))]
+    origin: std::time::Instant,
+}
+
+impl MonotonicClock {
+    /// Creates a clock whose origin is now.
+    pub fn new() -> Self {
+        let origin_wall = SystemTime::now();
+        MonotonicClock {
+            origin_mono: raw_mono(),
+            origin_wall,
+            #[cfg(not(target_os = "linux"))]
+            origin: std::time::Instant::now(),
+        }
+    }
+}
+
+impl Default for MonotonicClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn raw_mono() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec and CLOCK_MONOTONIC_COARSE is
+    // supported by every Linux since 2.6.32; the call cannot fail with them.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+    (ts.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(ts.tv_nsec as u64)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn raw_mono() -> u64 {
+    0
+}
+
+impl Clock for MonotonicClock {
+    #[inline]
+    fn now(&self) -> Nanos {
+        #[cfg(target_os = "linux")]
+        {
+            // +1 so that no real reading is ever `Nanos::ZERO`, which the
+            // engine's atomics use to mean "never observed" (R4.1).
+            Nanos(raw_mono().saturating_sub(self.origin_mono) + 1)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = self.origin_mono;
+            Nanos(dur_nanos(self.origin.elapsed()) + 1)
+        }
+    }
+
+    fn wall_at(&self, at: Nanos) -> SystemTime {
+        self.origin_wall + Duration::from_nanos(at.0)
+    }
+}
+
+/// A virtual clock that moves only when told to; clones share one time.
+///
+/// Pair it with [`Guard::advance`](crate::Guard::advance) to test timing
+/// logic deterministically, with no real sleep. Its wall clock can be moved
+/// independently (even backwards) to show that silence ignores it (R2.7).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use watchdog_core::{Clock, ManualClock};
+///
+/// let a = ManualClock::new();
+/// let b = a.clone();
+/// a.advance(Duration::from_millis(250));
+/// assert_eq!(b.now(), a.now());
+/// ```
+#[derive(Clone, Debug)]
+pub struct ManualClock {
+    inner: Arc<ManualInner>,
+}
+
+#[derive(Debug)]
+struct ManualInner {
+    mono: AtomicU64,
+    /// Wall offset in nanoseconds from the Unix epoch at mono 0, signed.
+    wall_base: parking_lot::Mutex<SystemTime>,
+}
+
+impl ManualClock {
+    /// Creates a virtual clock at instant 1 ns, with wall time 2026-01-01.
+    pub fn new() -> Self {
+        ManualClock {
+            inner: Arc::new(ManualInner {
+                mono: AtomicU64::new(1),
+                wall_base: parking_lot::Mutex::new(
+                    SystemTime::UNIX_EPOCH + Duration::from_secs(1_767_225_600),
+                ),
+            }),
+        }
+    }
+
+    /// Moves the monotonic (and wall) time forward by `d`.
+    pub fn advance(&self, d: Duration) {
+        let n = dur_nanos(d);
+        self.inner
+            .mono
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| {
+                Some(v.saturating_add(n))
+            })
+            .ok();
+    }
+
+    /// Moves only the wall clock, by a signed number of seconds, as an NTP
+    /// step or a manual `date -s` would. Monotonic time is untouched.
+    pub fn jump_wall(&self, secs: i64) {
+        let mut base = self.inner.wall_base.lock();
+        *base = if secs >= 0 {
+            *base + Duration::from_secs(secs as u64)
+        } else {
+            *base - Duration::from_secs(secs.unsigned_abs())
+        };
+    }
+}
+
+impl Default for ManualClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Nanos {
+        Nanos(self.inner.mono.load(Ordering::SeqCst))
+    }
+
+    fn wall_at(&self, at: Nanos) -> SystemTime {
+        *self.inner.wall_base.lock() + Duration::from_nanos(at.0)
+    }
+
+    fn is_virtual(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn monotonic_never_reads_zero() {
+        assert!(MonotonicClock::new().now() > Nanos::ZERO);
+        assert!(ManualClock::new().now() > Nanos::ZERO);
+    }
+
+    // R2.7: a wall-clock jump changes the labels, never the monotonic reading.
+    #[test]
+    fn wall_jump_leaves_monotonic_time_alone() {
+        let c = ManualClock::new();
+        let before = c.now();
+        let wall_before = c.wall_at(before);
+        c.jump_wall(-3600);
+        assert_eq!(c.now(), before);
+        assert_eq!(
+            wall_before.duration_since(c.wall_at(before)).unwrap(),
+            Duration::from_secs(3600)
+        );
+    }
+}

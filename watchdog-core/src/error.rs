@@ -1,0 +1,65 @@
+//! Errors of the guard's API: each names the task and what was wrong.
+
+use std::time::Duration;
+
+use crate::profile::ProfileError;
+
+/// Why a guard or task operation was refused.
+///
+/// None of these is fatal to the guard; each leaves the task as it was.
+///
+/// # Examples
+///
+/// ```
+/// use watchdog_core::{Guard, ManualClock, Profile, GuardError};
+///
+/// let guard = Guard::builder().clock(ManualClock::new()).build();
+/// let task = guard.start("probe", Profile::default()).unwrap();
+/// let err = task.tool_finished("call-9", watchdog_core::CallOutcome::Success).unwrap_err();
+/// assert_eq!(err.to_string(), "task `probe` has no tool call `call-9` in flight");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum GuardError {
+    /// Task names are unique among live tasks.
+    #[error("a live task is already named `{0}`")]
+    DuplicateName(String),
+    /// The profile failed validation.
+    #[error("invalid profile for task `{task}`: {source}")]
+    Profile {
+        /// The task that was being started.
+        task: String,
+        /// What was wrong.
+        source: ProfileError,
+    },
+    /// No live task has this name.
+    #[error("no live task named `{0}`")]
+    UnknownTask(String),
+    /// The task has already finished.
+    #[error("task `{0}` has already finished")]
+    Finished(String),
+    /// The task is being cancelled; its budgets no longer move.
+    #[error("task `{0}` is cancelling")]
+    Cancelling(String),
+    /// A tool finish named a call that is not in flight (R5.3).
+    #[error("task `{task}` has no tool call `{call}` in flight")]
+    UnknownCall {
+        /// The task.
+        task: String,
+        /// The call id given.
+        call: String,
+    },
+    /// `extend` on a task without a deadline (R2.9).
+    #[error("task `{0}` has no deadline to extend")]
+    NoDeadline(String),
+    /// An extension past `max-deadline` (R2.9): refused, not capped.
+    #[error("task `{task}`: extension refused, the deadline would be {} after start, past max-deadline {}", humantime::format_duration(*.requested), humantime::format_duration(*.max))]
+    ExtensionRefused {
+        /// The task.
+        task: String,
+        /// The deadline asked for, from the start.
+        requested: Duration,
+        /// The bound.
+        max: Duration,
+    },
+}

@@ -1,0 +1,377 @@
+//! What the guard says: events (SPEC §3, shapes of §8.3) and the actions
+//! it dispatches to sinks (notify is an event; cancel and kill are actions).
+//!
+//! The `Serialize` impl of [`Event`] is the JSON-lines shape of R8.3, so every
+//! sink that writes JSON writes the same thing.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+
+use crate::clock::Nanos;
+
+/// Identifies a task within one guard; never reused.
+///
+/// # Examples
+///
+/// ```
+/// use watchdog_core::TaskId;
+/// assert_eq!(TaskId::from_raw(7).to_string(), "#7");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct TaskId(u64);
+
+impl TaskId {
+    /// Builds an id from its number (for tests and sinks keyed by id).
+    pub const fn from_raw(n: u64) -> Self {
+        TaskId(n)
+    }
+
+    /// Returns the id's number.
+    pub const fn as_raw(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for TaskId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
+
+/// The silence budget a stall verdict names (R3.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Budget {
+    /// No tool call in flight (R2.1).
+    Idle,
+    /// At least one tool call in flight (R2.2).
+    Execution,
+    /// No progress yet (R2.3).
+    Startup,
+}
+
+impl Budget {
+    /// Returns the name used in events and configs.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Budget::Idle => "idle",
+            Budget::Execution => "execution",
+            Budget::Startup => "startup",
+        }
+    }
+}
+
+impl fmt::Display for Budget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a task ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The work succeeded.
+    Completed,
+    /// The work failed on its own.
+    Failed,
+    /// The guard (or the runner) cancelled it.
+    Cancelled,
+    /// Its handle was dropped without finishing (R3.9).
+    Abandoned,
+}
+
+/// The state a process was in when sampled (R5.5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProcState {
+    /// On a CPU or runnable.
+    Running,
+    /// Interruptible sleep.
+    Sleeping,
+    /// Uninterruptible sleep, usually waiting on I/O (`D`).
+    DiskWait,
+    /// Exited but not reaped.
+    Zombie,
+    /// Stopped by a signal or a tracer.
+    Stopped,
+    /// Anything else the OS reports.
+    Other,
+}
+
+/// One descendant of a watched process, as last sampled (R5.5).
+///
+/// Only the executable name is kept, never argv: arguments carry credentials.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ChildInfo {
+    /// Process id.
+    pub pid: u32,
+    /// Executable name (`comm`), never the command line.
+    pub name: String,
+    /// Scheduler state.
+    pub state: ProcState,
+    /// The kernel function it is blocked in, where the OS says (Linux `wchan`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wchan: Option<String>,
+    /// Start time, Unix milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started_unix_ms: Option<u64>,
+    /// Cumulative CPU time (user + system).
+    pub cpu_ms: u64,
+    /// CPU used since the previous sample; absent on the first sample.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_delta_ms: Option<u64>,
+}
+
+impl ChildInfo {
+    /// Returns true for a child worth naming in a stall: blocked in
+    /// uninterruptible I/O, or alive across two samples with no CPU used.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use watchdog_core::{ChildInfo, ProcState};
+    /// let grep = ChildInfo { pid: 7, name: "grep".into(), state: ProcState::DiskWait,
+    ///     wchan: Some("io_schedule".into()), started_unix_ms: None, cpu_ms: 3, cpu_delta_ms: None };
+    /// assert!(grep.is_suspect());
+    /// ```
+    pub fn is_suspect(&self) -> bool {
+        self.state == ProcState::DiskWait
+            || (self.cpu_delta_ms == Some(0) && self.state != ProcState::Zombie)
+    }
+}
+
+/// Something the guard observed or decided about a task.
+///
+/// # Examples
+///
+/// ```
+/// use watchdog_core::{Budget, EventKind};
+/// let kind = EventKind::Recovered { silent: std::time::Duration::from_secs(3) };
+/// assert_eq!(kind.type_name(), "recovered");
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum EventKind {
+    /// The task was registered.
+    Started {
+        /// The watched process, if any.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pid: Option<u32>,
+    },
+    /// Still active `long-running-after` past its start (R3.6).
+    LongRunning,
+    /// Outbound liveness for headless consumers (R3.7).
+    Heartbeat {
+        /// Age of the last output; absent before any output.
+        #[serde(rename = "last_output_age_ms", with = "opt_ms", skip_serializing_if = "Option::is_none")]
+        last_output_age: Option<Duration>,
+        /// Lines of output so far.
+        total_lines: u64,
+        /// Bytes of output so far.
+        total_bytes: u64,
+        /// Time left on the current silence budget; absent when off.
+        #[serde(rename = "idle_remaining_ms", with = "opt_ms", skip_serializing_if = "Option::is_none")]
+        idle_remaining: Option<Duration>,
+        /// The deadline, if any, measured from the start.
+        #[serde(rename = "deadline_ms", with = "opt_ms", skip_serializing_if = "Option::is_none")]
+        deadline: Option<Duration>,
+    },
+    /// A silence budget ran out (R3.1).
+    Stalled {
+        /// Which budget.
+        budget: Budget,
+        /// 1 for the first stall since the last progress.
+        strike: u32,
+        /// The strike that cancels; 0 for never.
+        terminate_after: u32,
+        /// Silence at the verdict.
+        #[serde(rename = "silent_ms", with = "ms")]
+        silent: Duration,
+        /// The task's last step, e.g. `tool "bash" still running`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        last_step: Option<String>,
+        /// Suspect children; absent when unknown.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        children: Option<Vec<ChildInfo>>,
+    },
+    /// Progress arrived after a stall; strikes reset (R3.3).
+    Recovered {
+        /// How long the task had been silent.
+        #[serde(rename = "silent_ms", with = "ms")]
+        silent: Duration,
+    },
+    /// The deadline passed (R2.4, R3.4).
+    DeadlineExceeded {
+        /// Why, for people.
+        reason: String,
+    },
+    /// No heartbeat within the liveness budget (R2.5, R3.4).
+    LivenessLost {
+        /// Why, for people.
+        reason: String,
+    },
+    /// The task reported its own fault (R2.10).
+    Triggered {
+        /// The task's reason.
+        reason: String,
+    },
+    /// A cancel action was dispatched (R3.5).
+    Cancelling {
+        /// Why.
+        reason: String,
+        /// The signal a process sink sends.
+        signal: &'static str,
+    },
+    /// The grace period ran out; a kill action was dispatched (R3.5).
+    Killed {
+        /// The signal a process sink sends.
+        signal: &'static str,
+    },
+    /// The task settled; always its last event (R3.8).
+    Finished {
+        /// How it ended.
+        outcome: Outcome,
+        /// Exit code, absent if killed by a signal or not a process.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
+        /// Terminating signal number, absent otherwise.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        signal: Option<i32>,
+    },
+}
+
+impl EventKind {
+    /// Returns the event's `type` as written in JSON lines.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            EventKind::Started { .. } => "started",
+            EventKind::LongRunning => "long_running",
+            EventKind::Heartbeat { .. } => "heartbeat",
+            EventKind::Stalled { .. } => "stalled",
+            EventKind::Recovered { .. } => "recovered",
+            EventKind::DeadlineExceeded { .. } => "deadline_exceeded",
+            EventKind::LivenessLost { .. } => "liveness_lost",
+            EventKind::Triggered { .. } => "triggered",
+            EventKind::Cancelling { .. } => "cancelling",
+            EventKind::Killed { .. } => "killed",
+            EventKind::Finished { .. } => "finished",
+        }
+    }
+
+    /// Returns true for the events a sink must never miss (R6.2).
+    pub fn is_critical(&self) -> bool {
+        matches!(
+            self,
+            EventKind::Stalled { .. }
+                | EventKind::Cancelling { .. }
+                | EventKind::Killed { .. }
+                | EventKind::Finished { .. }
+        )
+    }
+}
+
+/// One event of one task, stamped with monotonic and wall time.
+///
+/// Serializes to one R8.3 JSON line: `type`, `task`, `at` (RFC 3339,
+/// milliseconds), `elapsed_ms`, then the kind's fields.
+///
+/// # Examples
+///
+/// ```
+/// use watchdog_core::{ManualClock, Guard, Profile, RecordingSink, EventKind};
+///
+/// let rec = RecordingSink::new();
+/// let guard = Guard::builder().clock(ManualClock::new()).sink(rec.clone()).build();
+/// let task = guard.start("build", Profile::default()).unwrap();
+/// let started = &rec.events()[0];
+/// let json = serde_json::to_value(started).unwrap();
+/// assert_eq!(json["type"], "started");
+/// assert_eq!(json["task"], "build");
+/// assert_eq!(json["elapsed_ms"], 0);
+/// drop(task);
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Event {
+    /// The task's name.
+    #[serde(rename = "task")]
+    pub name: Arc<str>,
+    /// The task's id.
+    #[serde(skip)]
+    pub task: TaskId,
+    /// Wall time of the event (label only, R2.7).
+    #[serde(rename = "at", serialize_with = "rfc3339")]
+    pub wall: SystemTime,
+    /// Monotonic instant of the event.
+    #[serde(skip)]
+    pub at: Nanos,
+    /// Time since the task started.
+    #[serde(rename = "elapsed_ms", with = "ms")]
+    pub elapsed: Duration,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// What an action asks a sink to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ActionKind {
+    /// Ask the work to stop (SIGTERM, a cancellation token).
+    Cancel {
+        /// Why.
+        reason: String,
+    },
+    /// Stop it now (SIGKILL) after the grace period.
+    Kill,
+}
+
+/// A cancel or kill for one task, dispatched to every sink (R3.5).
+///
+/// # Examples
+///
+/// ```
+/// use watchdog_core::{Action, ActionKind, TaskId};
+/// let a = Action { task: TaskId::from_raw(1), name: "build".into(), pid: Some(42), kind: ActionKind::Kill };
+/// assert!(matches!(a.kind, ActionKind::Kill));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Action {
+    /// The task's id.
+    pub task: TaskId,
+    /// The task's name.
+    pub name: Arc<str>,
+    /// The process (group leader) attached to the task, if any.
+    pub pid: Option<u32>,
+    /// Cancel or kill.
+    pub kind: ActionKind,
+}
+
+fn rfc3339<S: serde::Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(&humantime::format_rfc3339_millis(*t))
+}
+
+pub(crate) mod ms {
+    use std::time::Duration;
+    pub(crate) fn serialize<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+}
+
+pub(crate) mod opt_ms {
+    use std::time::Duration;
+    pub(crate) fn serialize<S: serde::Serializer>(
+        d: &Option<Duration>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => super::ms::serialize(d, s),
+            None => s.serialize_none(),
+        }
+    }
+}

@@ -1,0 +1,744 @@
+//! The guard: a registry of tasks, the timer heap, and the deadline driver.
+//!
+//! Handles record signals into their own cells (see [`crate::cell`]); the
+//! scheduler lock is only taken by slow-path operations and by the driver.
+//! The driver is a plain OS thread, parked until the earliest due instant:
+//! it does not depend on the host's async runtime making progress (R6.3),
+//! and it wakes for expiring tasks, not for signals (R9.3). On a virtual
+//! clock there is no thread; the test drives time with [`Guard::advance`].
+
+use std::any::Any;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::fmt;
+use std::ops::Deref;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use crate::cell::TaskCell;
+use crate::clock::{Clock, ManualClock, MonotonicClock, Nanos};
+use crate::dispatch::Dispatcher;
+use crate::error::GuardError;
+use crate::event::{Outcome, TaskId};
+use crate::profile::Profile;
+use crate::signal::SignalKind;
+use crate::sink::Sink;
+use crate::status::{BackgroundTask, CallOutcome, LastCall, Stamp, TaskStatus};
+use crate::task::{ChildProbe, Life, Out, TaskCtl};
+
+/// Builds a [`Guard`].
+///
+/// # Examples
+///
+/// ```
+/// use watchdog_core::{Guard, ManualClock, RecordingSink};
+///
+/// let guard = Guard::builder()
+///     .clock(ManualClock::new())
+///     .sink(RecordingSink::new())
+///     .build();
+/// assert!(!guard.is_busy());
+/// ```
+#[must_use]
+pub struct GuardBuilder {
+    clock: Arc<dyn Clock>,
+    manual: Option<ManualClock>,
+    sinks: Vec<Arc<dyn Sink>>,
+}
+
+impl fmt::Debug for GuardBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GuardBuilder")
+            .field("clock", &self.clock)
+            .field("sinks", &self.sinks.len())
+            .finish()
+    }
+}
+
+impl GuardBuilder {
+    /// Uses `clock` instead of the real monotonic clock.
+    ///
+    /// A [`ManualClock`] makes the guard virtual: no driver thread, time
+    /// moves with [`Guard::advance`].
+    pub fn clock<C: Clock + Any>(mut self, clock: C) -> Self {
+        self.manual = (&clock as &dyn Any).downcast_ref::<ManualClock>().cloned();
+        self.clock = Arc::new(clock);
+        self
+    }
+
+    /// Adds a sink. Sinks are called in the order added.
+    pub fn sink(mut self, sink: impl Sink) -> Self {
+        self.sinks.push(Arc::new(sink));
+        self
+    }
+
+    /// Adds a shared sink.
+    pub fn shared_sink(mut self, sink: Arc<dyn Sink>) -> Self {
+        self.sinks.push(sink);
+        self
+    }
+
+    /// Builds the guard and, on a real clock, starts its driver thread.
+    pub fn build(self) -> Guard {
+        let inner = Arc::new(Inner {
+            clock: self.clock,
+            manual: self.manual,
+            sched: Mutex::new(Scheduler::default()),
+            dispatch: Dispatcher::new(self.sinks),
+            next_id: AtomicU64::new(1),
+            driver: OnceLock::new(),
+            shutdown: AtomicBool::new(false),
+        });
+        if !inner.clock.is_virtual() {
+            let driver_inner = Arc::clone(&inner);
+            let spawned = std::thread::Builder::new()
+                .name("stallguard-driver".into())
+                .spawn(move || driver_inner.drive());
+            match spawned {
+                Ok(handle) => {
+                    let _ = inner.driver.set(handle.thread().clone());
+                }
+                Err(e) => tracing::error!(error = %e, "could not start the stallguard driver thread"),
+            }
+        }
+        Guard {
+            owner: Arc::new(Owner { inner }),
+        }
+    }
+}
+
+/// The watchdog engine: starts tasks, judges their silence, and dispatches
+/// events and actions to sinks.
+///
+/// Cloning is cheap and shares the engine. The driver stops when the last
+/// `Guard` clone and the last [`TaskHandle`] are dropped.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use watchdog_core::{Guard, ManualClock, Profile, RecordingSink};
+///
+/// let rec = RecordingSink::new();
+/// let guard = Guard::builder().clock(ManualClock::new()).sink(rec.clone()).build();
+/// let task = guard.start("turn", Profile::default().idle(Duration::from_secs(2))).unwrap();
+/// guard.advance(Duration::from_secs(1));
+/// task.output(12, 1);
+/// guard.advance(Duration::from_secs(1)); // renewed at 1 s: not stalled yet
+/// assert_eq!(rec.types_for("turn"), ["started"]);
+/// guard.advance(Duration::from_secs(1)); // 2 s of silence
+/// assert_eq!(rec.types_for("turn"), ["started", "stalled", "cancelling"]);
+/// ```
+#[derive(Clone)]
+pub struct Guard {
+    owner: Arc<Owner>,
+}
+
+struct Owner {
+    inner: Arc<Inner>,
+}
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        self.inner.shutdown.store(true, Ordering::SeqCst);
+        self.inner.unpark_driver();
+    }
+}
+
+impl fmt::Debug for Guard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = self.owner.inner.sched.lock();
+        f.debug_struct("Guard")
+            .field("tasks", &s.tasks.len())
+            .field("timers", &s.timers.len())
+            .field("virtual", &self.owner.inner.clock.is_virtual())
+            .finish()
+    }
+}
+
+impl Default for Guard {
+    fn default() -> Self {
+        Guard::builder().build()
+    }
+}
+
+impl Guard {
+    /// Starts building a guard on the real clock with no sinks.
+    pub fn builder() -> GuardBuilder {
+        GuardBuilder {
+            clock: Arc::new(MonotonicClock::new()),
+            manual: None,
+            sinks: Vec::new(),
+        }
+    }
+
+    /// Starts watching a task named `name` with `profile`.
+    ///
+    /// Fails if the profile is invalid or a live task has the same name.
+    pub fn start(&self, name: impl Into<String>, profile: Profile) -> Result<TaskHandle, GuardError> {
+        self.start_inner(name.into(), Arc::new(profile), None)
+    }
+
+    /// Starts watching a task attached to process `pid` (the leader of its
+    /// process group), which cancel and kill actions will name.
+    pub fn start_process(
+        &self,
+        name: impl Into<String>,
+        profile: Profile,
+        pid: u32,
+    ) -> Result<TaskHandle, GuardError> {
+        self.start_inner(name.into(), Arc::new(profile), Some(pid))
+    }
+
+    fn start_inner(
+        &self,
+        name: String,
+        profile: Arc<Profile>,
+        pid: Option<u32>,
+    ) -> Result<TaskHandle, GuardError> {
+        profile.validate().map_err(|source| GuardError::Profile {
+            task: name.clone(),
+            source,
+        })?;
+        let inner = &self.owner.inner;
+        let id = TaskId::from_raw(inner.next_id.fetch_add(1, Ordering::Relaxed));
+        let name: Arc<str> = name.into();
+        let cell = {
+            let mut s = inner.sched.lock();
+            if s.names.contains_key(&name) {
+                return Err(GuardError::DuplicateName(name.to_string()));
+            }
+            let now = inner.clock.now();
+            let (ctl, cell) = TaskCtl::new(id, Arc::clone(&name), profile, pid, now);
+            let mut out = Out::new(&*inner.clock);
+            ctl.started(&mut out);
+            s.names.insert(Arc::clone(&name), id);
+            s.tasks.insert(id, ctl);
+            inner.rearm(&mut s, id);
+            inner.dispatch.push(out.items);
+            cell
+        };
+        inner.dispatch.drain();
+        Ok(TaskHandle {
+            recorder: Recorder {
+                cell,
+                inner: Arc::clone(inner),
+                id,
+            },
+            guard: self.clone(),
+            finished: AtomicBool::new(false),
+        })
+    }
+
+    /// Moves a virtual clock forward by `d` and takes every verdict that came
+    /// due, each at its own due instant, in order.
+    ///
+    /// # Panics
+    ///
+    /// Panics if the guard runs on a real clock: real time cannot be moved.
+    pub fn advance(&self, d: Duration) {
+        let Some(clock) = &self.owner.inner.manual else {
+            panic!("Guard::advance needs a guard built on a ManualClock");
+        };
+        clock.advance(d);
+        self.tick();
+    }
+
+    /// Takes every verdict due by the clock's current reading.
+    ///
+    /// The driver thread does this on a real clock; call it yourself when a
+    /// virtual clock was advanced elsewhere.
+    pub fn tick(&self) {
+        let inner = &self.owner.inner;
+        {
+            let mut s = inner.sched.lock();
+            let now = inner.clock.now();
+            inner.run_due(&mut s, now);
+        }
+        inner.dispatch.drain();
+    }
+
+    /// Returns the clock's current reading.
+    pub fn now(&self) -> Nanos {
+        self.owner.inner.clock.now()
+    }
+
+    /// Returns a snapshot of the live task named `name` (R4.2).
+    pub fn status(&self, name: &str) -> Option<TaskStatus> {
+        let inner = &self.owner.inner;
+        let s = inner.sched.lock();
+        let id = s.names.get(name)?;
+        let now = inner.clock.now();
+        s.tasks.get(id).map(|t| t.status(now, &*inner.clock))
+    }
+
+    /// Returns snapshots of every live task, by start order.
+    pub fn statuses(&self) -> Vec<TaskStatus> {
+        let inner = &self.owner.inner;
+        let s = inner.sched.lock();
+        let now = inner.clock.now();
+        let mut all: Vec<_> = s.tasks.values().map(|t| t.status(now, &*inner.clock)).collect();
+        all.sort_by_key(|t| t.id);
+        all
+    }
+
+    /// Returns true while any task is live, so a runner can keep the
+    /// machine awake (R4.3).
+    pub fn is_busy(&self) -> bool {
+        !self.owner.inner.sched.lock().tasks.is_empty()
+    }
+
+    /// Cancels the live task named `name`, as if a budget had run out.
+    pub fn cancel(&self, name: &str, reason: &str) -> Result<(), GuardError> {
+        let inner = &self.owner.inner;
+        let id = inner
+            .sched
+            .lock()
+            .names
+            .get(name)
+            .copied()
+            .ok_or_else(|| GuardError::UnknownTask(name.to_owned()))?;
+        inner
+            .with_task(id, |t, now, out| t.cancel_by_request(now, reason, out))
+            .unwrap_or_else(|| Err(GuardError::UnknownTask(name.to_owned())))
+    }
+
+    /// Waits until every isolated sink has handled everything emitted so
+    /// far, or `timeout` passes; false if some sink did not catch up.
+    ///
+    /// Call it before a process exits so file and socket sinks are complete.
+    pub fn flush(&self, timeout: Duration) -> bool {
+        self.owner.inner.dispatch.flush(timeout)
+    }
+
+    /// Returns how many timer entries the driver holds, stale ones included.
+    /// Exposed for tests and benchmarks of the driver's cost.
+    pub fn timer_entries(&self) -> usize {
+        self.owner.inner.sched.lock().timers.len()
+    }
+}
+
+#[derive(Default)]
+struct Scheduler {
+    tasks: HashMap<TaskId, TaskCtl>,
+    names: HashMap<Arc<str>, TaskId>,
+    timers: BinaryHeap<Reverse<(Nanos, TaskId, u64)>>,
+    /// When the driver plans to wake; an earlier due must unpark it.
+    planned_wake: Option<Nanos>,
+}
+
+pub(crate) struct Inner {
+    clock: Arc<dyn Clock>,
+    manual: Option<ManualClock>,
+    sched: Mutex<Scheduler>,
+    dispatch: Dispatcher,
+    next_id: AtomicU64,
+    driver: OnceLock<std::thread::Thread>,
+    shutdown: AtomicBool,
+}
+
+impl Inner {
+    fn unpark_driver(&self) {
+        if let Some(t) = self.driver.get() {
+            t.unpark();
+        }
+    }
+
+    /// Re-arms one task's timer after its state changed; finished tasks
+    /// leave the registry here, so no tick can follow their `finished`.
+    fn rearm(&self, s: &mut Scheduler, id: TaskId) {
+        let Some(t) = s.tasks.get_mut(&id) else {
+            return;
+        };
+        if t.life == Life::Finished {
+            let name = Arc::clone(&t.name);
+            s.tasks.remove(&id);
+            s.names.remove(&name);
+            return;
+        }
+        let due = t.next_due();
+        if due == t.armed {
+            return;
+        }
+        t.gen += 1;
+        t.armed = due;
+        if let Some(due) = due {
+            s.timers.push(Reverse((due, id, t.gen)));
+            if s.planned_wake.is_none_or(|w| due < w) {
+                s.planned_wake = Some(due);
+                self.unpark_driver();
+            }
+        }
+    }
+
+    /// Evaluates every timer due at or before `now`, each at its due
+    /// instant, earliest first (ties by task id, so runs are reproducible).
+    fn run_due(&self, s: &mut Scheduler, now: Nanos) {
+        let mut out = Out::new(&*self.clock);
+        while let Some(&Reverse((due, id, gen))) = s.timers.peek() {
+            if due > now {
+                break;
+            }
+            s.timers.pop();
+            let Some(t) = s.tasks.get_mut(&id) else {
+                continue;
+            };
+            if t.gen != gen {
+                continue;
+            }
+            t.armed = None;
+            t.evaluate(due, &mut out);
+            self.rearm(s, id);
+        }
+        self.dispatch.push(out.items);
+    }
+
+    /// Runs a slow-path operation on one task at the clock's current reading,
+    /// re-arms its timer and delivers what it emitted.
+    fn with_task<R>(
+        &self,
+        id: TaskId,
+        f: impl FnOnce(&mut TaskCtl, Nanos, &mut Out<'_>) -> R,
+    ) -> Option<R> {
+        let r = {
+            let mut s = self.sched.lock();
+            let now = self.clock.now();
+            let t = s.tasks.get_mut(&id)?;
+            let mut out = Out::new(&*self.clock);
+            t.sync(now, &mut out);
+            let r = f(t, now, &mut out);
+            self.rearm(&mut s, id);
+            self.dispatch.push(out.items);
+            r
+        };
+        self.dispatch.drain();
+        Some(r)
+    }
+
+    fn drive(self: Arc<Self>) {
+        loop {
+            if self.shutdown.load(Ordering::SeqCst) {
+                return;
+            }
+            let (now, next) = {
+                let mut s = self.sched.lock();
+                let now = self.clock.now();
+                self.run_due(&mut s, now);
+                // Drop stale entries at the top so they cost no wake-up.
+                while let Some(&Reverse((_, id, gen))) = s.timers.peek() {
+                    if s.tasks.get(&id).is_some_and(|t| t.gen == gen) {
+                        break;
+                    }
+                    s.timers.pop();
+                }
+                let next = s.timers.peek().map(|Reverse((due, _, _))| *due);
+                s.planned_wake = next;
+                (now, next)
+            };
+            self.dispatch.drain();
+            match next {
+                // The coarse clock may lag the precise one parking uses by a
+                // kernel tick; waking a little early just loops once more.
+                Some(due) => std::thread::park_timeout(due.saturating_since(now)),
+                None => std::thread::park(),
+            }
+        }
+    }
+}
+
+/// Records signals for one task; cheap to clone and send to other threads.
+///
+/// Recording is a synchronous, lock-free store into the task's own cell
+/// (R9.1). Operations that change the task's phase (tool calls, pause,
+/// extend, trigger) take the guard's lock and are meant for events, not
+/// for every byte.
+///
+/// # Examples
+///
+/// ```
+/// use watchdog_core::{Guard, ManualClock, Profile, SignalKind};
+///
+/// let guard = Guard::builder().clock(ManualClock::new()).build();
+/// let task = guard.start("agent", Profile::default()).unwrap();
+/// let rec = task.recorder();
+/// std::thread::spawn(move || rec.output(5, 1)).join().unwrap();
+/// assert!(task.last_signal(SignalKind::Output).is_some());
+/// ```
+#[derive(Clone)]
+pub struct Recorder {
+    cell: Arc<TaskCell>,
+    inner: Arc<Inner>,
+    id: TaskId,
+}
+
+impl fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Recorder")
+            .field("task", &self.id)
+            .field("last_renewal", &self.cell.last_renewal())
+            .finish()
+    }
+}
+
+impl Recorder {
+    /// Returns the task's id.
+    pub fn id(&self) -> TaskId {
+        self.id
+    }
+
+    /// Records one signal of `kind` now.
+    #[inline]
+    pub fn signal(&self, kind: SignalKind) {
+        if self.cell.record(kind, self.inner.clock.now()) {
+            self.poke();
+        }
+    }
+
+    /// Records output: `bytes` written, of which `lines` newlines (R5.1).
+    #[inline]
+    pub fn output(&self, bytes: u64, lines: u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.cell.bytes.fetch_add(bytes, Relaxed);
+        if lines != 0 {
+            self.cell.lines.fetch_add(lines, Relaxed);
+        }
+        self.signal(SignalKind::Output);
+    }
+
+    /// Records an accepted tool-argument delta (R5.2).
+    #[inline]
+    pub fn argument_delta(&self) {
+        self.signal(SignalKind::ArgumentDelta);
+    }
+
+    /// Records a heartbeat: liveness, and progress only if the profile's
+    /// `renewed-by` opts in (R2.5, R2.6).
+    #[inline]
+    pub fn heartbeat(&self) {
+        self.signal(SignalKind::Heartbeat);
+    }
+
+    /// Records a progress value; it counts only when it rises above every
+    /// earlier value (R2.6). Returns whether it did. Negative and non-finite
+    /// values never count.
+    pub fn progress(&self, value: f64) -> bool {
+        let rose = self.cell.raise_progress(value);
+        if rose {
+            self.signal(SignalKind::Progress);
+        }
+        rose
+    }
+
+    /// Records the start of tool call `id` running tool `name` (R5.3): a
+    /// `tool-call` signal, and the execution budget while any is in flight.
+    pub fn tool_started(&self, id: &str, name: &str) -> Result<(), GuardError> {
+        self.cell.record(SignalKind::ToolCall, self.inner.clock.now());
+        self.slow(|t, now, _| t.tool_started(now, id, name))
+    }
+
+    /// Records the end of tool call `id` (R5.3); an id not in flight is an
+    /// error, and nothing changes.
+    pub fn tool_finished(&self, id: &str, outcome: CallOutcome) -> Result<(), GuardError> {
+        self.cell.record(SignalKind::ToolCall, self.inner.clock.now());
+        self.slow(|t, now, _| t.tool_finished(now, id, outcome))
+    }
+
+    /// Stops every budget, the deadline included, until [`Recorder::resume`]
+    /// (R2.8). Pausing a paused task does nothing.
+    pub fn pause(&self) -> Result<(), GuardError> {
+        self.slow(|t, now, _| t.pause(now))
+    }
+
+    /// Restarts the budgets where they stopped (R2.8).
+    pub fn resume(&self) -> Result<(), GuardError> {
+        self.slow(|t, now, _| t.resume(now))
+    }
+
+    /// Moves the deadline to at least `by` from now, as systemd's
+    /// `EXTEND_TIMEOUT_USEC` (R2.9). Returns the new deadline measured from
+    /// the start; refused, not capped, past `max-deadline`.
+    pub fn extend(&self, by: Duration) -> Result<Duration, GuardError> {
+        self.slow(|t, now, _| t.extend(now, by))
+    }
+
+    /// Reports the task's own fault: a cancel with `reason` (R2.10).
+    pub fn trigger(&self, reason: &str) -> Result<(), GuardError> {
+        self.slow(|t, now, out| t.trigger(now, reason, out))
+    }
+
+    /// Cancels the task now with `reason`, as if a budget had run out.
+    pub fn cancel(&self, reason: &str) -> Result<(), GuardError> {
+        self.slow(|t, now, out| t.cancel_by_request(now, reason, out))
+    }
+
+    /// Ends startup (`READY=1`): the idle budget runs from now (R2.3).
+    pub fn ready(&self) {
+        let _ = self.slow(|t, now, _| {
+            t.ready(now);
+            Ok(())
+        });
+    }
+
+    /// Sets the task's last step for status and stall events (`STATUS=`).
+    pub fn set_step(&self, step: impl Into<String>) {
+        let step = step.into();
+        let _ = self.slow(|t, _, _| {
+            t.set_step(step);
+            Ok(())
+        });
+    }
+
+    /// Attaches a process (group leader) that actions will name.
+    pub fn set_pid(&self, pid: u32) {
+        let _ = self.slow(|t, _, _| {
+            t.set_pid(pid);
+            Ok(())
+        });
+    }
+
+    /// Attaches a cached view of the process's descendants (R5.5).
+    pub fn set_children_probe(&self, probe: Arc<dyn ChildProbe>) {
+        let _ = self.slow(|t, _, _| {
+            t.set_children(probe);
+            Ok(())
+        });
+    }
+
+    /// Replaces the record of background tasks this task launched (R5.6);
+    /// while it is non-empty (or `unnamed` is set) the task is `monitoring`.
+    pub fn set_background(&self, tasks: Vec<BackgroundTask>, unnamed: bool) {
+        let _ = self.slow(|t, _, _| {
+            t.set_background(tasks, unnamed);
+            Ok(())
+        });
+    }
+
+    /// Returns the latest tool call, absent until one is observed (R4.1).
+    pub fn last_call(&self) -> Option<LastCall> {
+        let s = self.inner.sched.lock();
+        let now = self.inner.clock.now();
+        s.tasks
+            .get(&self.id)
+            .and_then(|t| t.last_call(now, &*self.inner.clock))
+    }
+
+    /// Returns when a signal of `kind` was last recorded, absent if never
+    /// (R4.1). Reads only this task's cell.
+    pub fn last_signal(&self, kind: SignalKind) -> Option<Stamp> {
+        let t = self.cell.last(kind)?;
+        let now = self.inner.clock.now();
+        Some(Stamp {
+            at: self.inner.clock.wall_at(t),
+            age: now.saturating_since(t),
+        })
+    }
+
+    /// Returns a snapshot of the task, or `None` once it has finished.
+    pub fn status(&self) -> Option<TaskStatus> {
+        let s = self.inner.sched.lock();
+        let now = self.inner.clock.now();
+        s.tasks.get(&self.id).map(|t| t.status(now, &*self.inner.clock))
+    }
+
+    #[cold]
+    fn poke(&self) {
+        let _ = self.slow(|_, _, _| Ok(()));
+    }
+
+    fn slow<R>(
+        &self,
+        f: impl FnOnce(&mut TaskCtl, Nanos, &mut Out<'_>) -> Result<R, GuardError>,
+    ) -> Result<R, GuardError> {
+        self.inner
+            .with_task(self.id, f)
+            .unwrap_or_else(|| Err(GuardError::Finished(format!("{}", self.id))))
+    }
+}
+
+/// Owns one watched task: records through [`Recorder`] (it derefs to one)
+/// and settles the task once.
+///
+/// Dropping it without finishing finishes the task as `abandoned` (R3.9).
+///
+/// # Examples
+///
+/// ```
+/// use watchdog_core::{Guard, ManualClock, Profile, RecordingSink};
+///
+/// let rec = RecordingSink::new();
+/// let guard = Guard::builder().clock(ManualClock::new()).sink(rec.clone()).build();
+/// let task = guard.start("job", Profile::default()).unwrap();
+/// task.output(10, 1);
+/// drop(task);
+/// assert_eq!(rec.types_for("job"), ["started", "finished"]);
+/// ```
+pub struct TaskHandle {
+    recorder: Recorder,
+    guard: Guard,
+    finished: AtomicBool,
+}
+
+impl fmt::Debug for TaskHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TaskHandle")
+            .field("task", &self.recorder.id)
+            .field("finished", &self.finished.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl Deref for TaskHandle {
+    type Target = Recorder;
+    fn deref(&self) -> &Recorder {
+        &self.recorder
+    }
+}
+
+impl TaskHandle {
+    /// Returns a cloneable recorder for other threads and sources.
+    pub fn recorder(&self) -> Recorder {
+        self.recorder.clone()
+    }
+
+    /// Returns the guard this task belongs to.
+    pub fn guard(&self) -> &Guard {
+        &self.guard
+    }
+
+    /// Settles the task with `outcome`; `exit_code` and `signal` describe a
+    /// process's end. `finished` is its last event (R3.8). A second call is
+    /// an error and emits nothing.
+    pub fn finish(
+        &self,
+        outcome: Outcome,
+        exit_code: Option<i32>,
+        signal: Option<i32>,
+    ) -> Result<(), GuardError> {
+        let r = self
+            .recorder
+            .slow(|t, now, out| t.finish(now, outcome, exit_code, signal, out));
+        self.finished.store(true, Ordering::Relaxed);
+        r
+    }
+
+    /// Settles the task as completed.
+    pub fn finish_completed(&self) {
+        let _ = self.finish(Outcome::Completed, None, None);
+    }
+
+    /// Settles the task as failed.
+    pub fn finish_failed(&self) {
+        let _ = self.finish(Outcome::Failed, None, None);
+    }
+}
+
+impl Drop for TaskHandle {
+    fn drop(&mut self) {
+        if !self.finished.load(Ordering::Relaxed) {
+            let _ = self.finish(Outcome::Abandoned, None, None);
+        }
+    }
+}

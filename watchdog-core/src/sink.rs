@@ -1,0 +1,307 @@
+//! The sink trait (R6.1): where events and actions go. Every hook has a no-op
+//! default so adding one breaks nobody, and `Box`, `Arc`, `Option` and `Vec`
+//! of sinks are sinks. Concrete sinks live in the `stallguard-sinks` crate;
+//! this module ships only [`RecordingSink`], for tests.
+
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::event::{Action, Event, TaskId};
+
+/// The error a sink returns when it could not handle an event or action.
+///
+/// The guard reports it through `tracing` and carries on (R6.2).
+///
+/// # Examples
+///
+/// ```
+/// use watchdog_core::SinkError;
+/// let e = SinkError::new("disk full");
+/// assert_eq!(e.to_string(), "disk full");
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct SinkError(Box<dyn std::error::Error + Send + Sync>);
+
+impl SinkError {
+    /// Wraps any error or message.
+    pub fn new(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        SinkError(e.into())
+    }
+}
+
+/// How the guard calls a sink.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Delivery {
+    /// On a thread of its own with its own queue: a sink that hangs or is
+    /// slow delays nobody else (R6.2). The default.
+    Isolated,
+    /// On the thread that produced the event, in order, before that call
+    /// returns. Only for sinks that never block (an in-memory recorder, an
+    /// unbounded channel); panics are still caught.
+    Inline,
+}
+
+/// A destination for a guard's events and actions.
+///
+/// Hooks are synchronous: recording a signal never awaits, and the guard
+/// must deliver cancels even when the host's async runtime is stuck (R6.3).
+/// A sink that needs async work (kill, then confirm) spawns it.
+///
+/// # Examples
+///
+/// ```
+/// use watchdog_core::{Event, Sink, SinkError};
+///
+/// #[derive(Debug)]
+/// struct Printer;
+/// impl Sink for Printer {
+///     fn on_event(&self, event: &Event) -> Result<(), SinkError> {
+///         println!("{} {}", event.name, event.kind.type_name());
+///         Ok(())
+///     }
+/// }
+/// ```
+pub trait Sink: Send + Sync + 'static {
+    /// Receives every event, in order per task.
+    fn on_event(&self, event: &Event) -> Result<(), SinkError> {
+        let _ = event;
+        Ok(())
+    }
+
+    /// Receives every cancel and kill action.
+    fn on_action(&self, action: &Action) -> Result<(), SinkError> {
+        let _ = action;
+        Ok(())
+    }
+
+    /// Says how the guard should call this sink.
+    fn delivery(&self) -> Delivery {
+        Delivery::Isolated
+    }
+
+    /// A short name for diagnostics.
+    fn name(&self) -> &str {
+        std::any::type_name::<Self>()
+    }
+}
+
+impl<S: Sink + ?Sized> Sink for Box<S> {
+    fn on_event(&self, event: &Event) -> Result<(), SinkError> {
+        (**self).on_event(event)
+    }
+    fn on_action(&self, action: &Action) -> Result<(), SinkError> {
+        (**self).on_action(action)
+    }
+    fn delivery(&self) -> Delivery {
+        (**self).delivery()
+    }
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+}
+
+impl<S: Sink + ?Sized> Sink for Arc<S> {
+    fn on_event(&self, event: &Event) -> Result<(), SinkError> {
+        (**self).on_event(event)
+    }
+    fn on_action(&self, action: &Action) -> Result<(), SinkError> {
+        (**self).on_action(action)
+    }
+    fn delivery(&self) -> Delivery {
+        (**self).delivery()
+    }
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+}
+
+impl<S: Sink> Sink for Option<S> {
+    fn on_event(&self, event: &Event) -> Result<(), SinkError> {
+        self.as_ref().map_or(Ok(()), |s| s.on_event(event))
+    }
+    fn on_action(&self, action: &Action) -> Result<(), SinkError> {
+        self.as_ref().map_or(Ok(()), |s| s.on_action(action))
+    }
+    fn delivery(&self) -> Delivery {
+        self.as_ref().map_or(Delivery::Inline, Sink::delivery)
+    }
+    fn name(&self) -> &str {
+        self.as_ref().map_or("none", Sink::name)
+    }
+}
+
+/// A `Vec` of sinks is called in order; the first error is returned after
+/// every element has been called, so one failing element hides no other.
+impl<S: Sink> Sink for Vec<S> {
+    fn on_event(&self, event: &Event) -> Result<(), SinkError> {
+        self.iter()
+            .map(|s| s.on_event(event))
+            .fold(Ok(()), Result::and)
+    }
+    fn on_action(&self, action: &Action) -> Result<(), SinkError> {
+        self.iter()
+            .map(|s| s.on_action(action))
+            .fold(Ok(()), Result::and)
+    }
+    fn delivery(&self) -> Delivery {
+        if self.iter().all(|s| s.delivery() == Delivery::Inline) {
+            Delivery::Inline
+        } else {
+            Delivery::Isolated
+        }
+    }
+}
+
+/// One thing a [`RecordingSink`] received.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Delivered {
+    /// An event.
+    Event(Event),
+    /// An action.
+    Action(Action),
+}
+
+/// A sink that records everything it receives, for asserting on in tests.
+///
+/// It is delivered inline, so with a virtual clock everything a call to
+/// [`Guard::advance`](crate::Guard::advance) produced has arrived when it
+/// returns. With a real clock, [`RecordingSink::wait_for`] blocks (with a
+/// bound) until an event type shows up.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use watchdog_core::{Guard, ManualClock, Profile, RecordingSink};
+///
+/// let clock = ManualClock::new();
+/// let rec = RecordingSink::new();
+/// let guard = Guard::builder().clock(clock.clone()).sink(rec.clone()).build();
+/// let task = guard.start("turn", Profile::default().idle(Duration::from_secs(5))).unwrap();
+/// guard.advance(Duration::from_secs(5));
+/// assert_eq!(rec.types_for("turn"), ["started", "stalled", "cancelling"]);
+/// task.finish_completed();
+/// rec.assert_settled("turn");
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct RecordingSink {
+    inner: Arc<(Mutex<Vec<Delivered>>, Condvar)>,
+}
+
+impl RecordingSink {
+    /// Creates an empty recorder.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Returns everything received, events and actions, in order.
+    pub fn delivered(&self) -> Vec<Delivered> {
+        self.inner.0.lock().clone()
+    }
+
+    /// Returns the events received, in order.
+    pub fn events(&self) -> Vec<Event> {
+        self.inner
+            .0
+            .lock()
+            .iter()
+            .filter_map(|d| match d {
+                Delivered::Event(e) => Some(e.clone()),
+                Delivered::Action(_) => None,
+            })
+            .collect()
+    }
+
+    /// Returns the actions received, in order.
+    pub fn actions(&self) -> Vec<Action> {
+        self.inner
+            .0
+            .lock()
+            .iter()
+            .filter_map(|d| match d {
+                Delivered::Action(a) => Some(a.clone()),
+                Delivered::Event(_) => None,
+            })
+            .collect()
+    }
+
+    /// Returns the `type` names of one task's events, in order.
+    pub fn types_for(&self, name: &str) -> Vec<&'static str> {
+        self.events()
+            .iter()
+            .filter(|e| &*e.name == name)
+            .map(|e| e.kind.type_name())
+            .collect()
+    }
+
+    /// Returns one task's events by id, in order.
+    pub fn events_of(&self, task: TaskId) -> Vec<Event> {
+        self.events()
+            .into_iter()
+            .filter(|e| e.task == task)
+            .collect()
+    }
+
+    /// Forgets everything received so far.
+    pub fn clear(&self) {
+        self.inner.0.lock().clear();
+    }
+
+    /// Panics unless the task's events end with exactly one `finished`.
+    pub fn assert_settled(&self, name: &str) {
+        let types = self.types_for(name);
+        let finished = types.iter().filter(|t| **t == "finished").count();
+        assert_eq!(
+            finished, 1,
+            "task {name} has {finished} finished events: {types:?}"
+        );
+        assert_eq!(
+            types.last(),
+            Some(&"finished"),
+            "task {name}: finished is not last: {types:?}"
+        );
+    }
+
+    /// Blocks until an event of type `ty` for task `name` arrives, or
+    /// `timeout` passes; returns whether it arrived. For real-time tests.
+    pub fn wait_for(&self, name: &str, ty: &str, timeout: std::time::Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        let (lock, cv) = &*self.inner;
+        let mut got = lock.lock();
+        loop {
+            let seen = got.iter().any(|d| {
+                matches!(d, Delivered::Event(e) if &*e.name == name && e.kind.type_name() == ty)
+            });
+            if seen {
+                return true;
+            }
+            if cv.wait_until(&mut got, deadline).timed_out() {
+                return false;
+            }
+        }
+    }
+}
+
+impl Sink for RecordingSink {
+    fn on_event(&self, event: &Event) -> Result<(), SinkError> {
+        self.inner.0.lock().push(Delivered::Event(event.clone()));
+        self.inner.1.notify_all();
+        Ok(())
+    }
+
+    fn on_action(&self, action: &Action) -> Result<(), SinkError> {
+        self.inner.0.lock().push(Delivered::Action(action.clone()));
+        self.inner.1.notify_all();
+        Ok(())
+    }
+
+    fn delivery(&self) -> Delivery {
+        Delivery::Inline
+    }
+
+    fn name(&self) -> &str {
+        "recording"
+    }
+}

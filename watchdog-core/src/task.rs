@@ -1,0 +1,817 @@
+//! One task's slow state and its verdict logic (SPEC §2, §3).
+//!
+//! Everything here runs under the scheduler lock, either when a timer the
+//! driver armed comes due or when the runner calls a slow-path operation
+//! (tool calls, pause, extend, finish). The hot path never comes here except
+//! through the few flags of [`crate::cell`].
+//!
+//! Decisions are taken at an instant `e` that the caller passes in: the
+//! timer's due instant when the driver catches up, the clock's reading for a
+//! runner call. A verdict reads the cell's atomics when it is taken, so
+//! progress recorded before it counts even if the timer was armed earlier
+//! (R3.10).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::cell::{TaskCell, LIVENESS_LOST, LIVENESS_UNARMED, STALLED, STARTUP_PENDING};
+use crate::clock::{Clock, Nanos};
+use crate::dispatch::Item;
+use crate::error::GuardError;
+use crate::event::{Action, ActionKind, Budget, ChildInfo, Event, EventKind, Outcome, TaskId};
+use crate::profile::Profile;
+use crate::signal::SignalKind;
+use crate::status::{
+    BackgroundTask, BudgetStatus, CallOutcome, LastCall, Phase, Stamp, TaskState, TaskStatus,
+};
+
+/// Reads a cached sample of a watched process's descendants.
+///
+/// Implementations must return what they already have: the guard calls this
+/// on the request path (status, stall events), where reading a process table
+/// is not allowed (R4.2, R5.5). `None` means unknown.
+///
+/// # Examples
+///
+/// ```
+/// use watchdog_core::{ChildInfo, ChildProbe};
+///
+/// #[derive(Debug)]
+/// struct NoChildren;
+/// impl ChildProbe for NoChildren {
+///     fn children(&self) -> Option<Vec<ChildInfo>> { Some(Vec::new()) }
+/// }
+/// assert_eq!(NoChildren.children(), Some(vec![]));
+/// ```
+pub trait ChildProbe: Send + Sync + std::fmt::Debug + 'static {
+    /// Returns the last sample, eldest first, or `None` when unknown.
+    fn children(&self) -> Option<Vec<ChildInfo>>;
+}
+
+/// The signal a process sink sends for a cancel action.
+pub(crate) const CANCEL_SIGNAL: &str = "SIGTERM";
+/// The signal a process sink sends for a kill action.
+pub(crate) const KILL_SIGNAL: &str = "SIGKILL";
+
+/// Where a task is in its life. `Monitoring` is derived for status only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Life {
+    Working,
+    Stalled,
+    Cancelling,
+    Finished,
+}
+
+#[derive(Debug)]
+struct CallRecord {
+    id: String,
+    name: String,
+    started: Nanos,
+    finished: Option<(Nanos, CallOutcome)>,
+}
+
+/// Events and actions produced under the scheduler lock, in order.
+pub(crate) struct Out<'a> {
+    pub(crate) clock: &'a dyn Clock,
+    pub(crate) items: Vec<Item>,
+}
+
+impl<'a> Out<'a> {
+    pub(crate) fn new(clock: &'a dyn Clock) -> Self {
+        Out {
+            clock,
+            items: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct TaskCtl {
+    pub(crate) id: TaskId,
+    pub(crate) name: Arc<str>,
+    pub(crate) cell: Arc<TaskCell>,
+    profile: Arc<Profile>,
+    pid: Option<u32>,
+    start: Nanos,
+    pub(crate) life: Life,
+    paused_at: Option<Nanos>,
+    paused_total: Duration,
+    /// Lower bound of "last renewal": the start, a stall verdict (R3.2), or
+    /// a resume shifted back by the silence already used (R2.8).
+    anchor: Nanos,
+    hb_anchor: Nanos,
+    seen_renewal: Nanos,
+    seen_heartbeat: Nanos,
+    startup_pending: bool,
+    liveness_armed: bool,
+    liveness_lost: bool,
+    strikes: u32,
+    stall_count: u32,
+    silent_since: Nanos,
+    deadline_at: Option<Nanos>,
+    deadline_fired: bool,
+    next_heartbeat: Option<Nanos>,
+    long_running_at: Option<Nanos>,
+    kill_at: Option<Nanos>,
+    in_flight: Vec<CallRecord>,
+    last_call: Option<CallRecord>,
+    step: Option<String>,
+    background: Vec<BackgroundTask>,
+    unnamed_background: bool,
+    children: Option<Arc<dyn ChildProbe>>,
+    /// Generation of the live timer entry; older heap entries are stale.
+    pub(crate) gen: u64,
+    pub(crate) armed: Option<Nanos>,
+}
+
+impl TaskCtl {
+    pub(crate) fn new(
+        id: TaskId,
+        name: Arc<str>,
+        profile: Arc<Profile>,
+        pid: Option<u32>,
+        start: Nanos,
+    ) -> (Self, Arc<TaskCell>) {
+        let mut flags = STARTUP_PENDING;
+        if profile.liveness.is_some() {
+            flags |= LIVENESS_UNARMED;
+        }
+        let cell = Arc::new(TaskCell::new(profile.renewed_by, flags));
+        let ctl = TaskCtl {
+            id,
+            name,
+            cell: Arc::clone(&cell),
+            pid,
+            start,
+            life: Life::Working,
+            paused_at: None,
+            paused_total: Duration::ZERO,
+            anchor: start,
+            hb_anchor: start,
+            seen_renewal: Nanos::ZERO,
+            seen_heartbeat: Nanos::ZERO,
+            startup_pending: true,
+            liveness_armed: false,
+            liveness_lost: false,
+            strikes: 0,
+            stall_count: 0,
+            silent_since: start,
+            deadline_at: profile.deadline.map(|d| start + d),
+            deadline_fired: false,
+            next_heartbeat: profile.heartbeat_interval.map(|i| start + i),
+            long_running_at: profile.long_running_after.map(|d| start + d),
+            kill_at: None,
+            in_flight: Vec::new(),
+            last_call: None,
+            step: None,
+            background: Vec::new(),
+            unnamed_background: false,
+            children: None,
+            gen: 0,
+            armed: None,
+            profile,
+        };
+        (ctl, cell)
+    }
+
+    fn emit(&self, out: &mut Out<'_>, e: Nanos, kind: EventKind) {
+        out.items.push(Item::Event(Arc::new(Event {
+            name: Arc::clone(&self.name),
+            task: self.id,
+            wall: out.clock.wall_at(e),
+            at: e,
+            elapsed: e.saturating_since(self.start),
+            kind,
+        })));
+    }
+
+    fn act(&self, out: &mut Out<'_>, kind: ActionKind) {
+        out.items.push(Item::Action(Arc::new(Action {
+            task: self.id,
+            name: Arc::clone(&self.name),
+            pid: self.pid,
+            kind,
+        })));
+    }
+
+    pub(crate) fn started(&self, out: &mut Out<'_>) {
+        self.emit(out, self.start, EventKind::Started { pid: self.pid });
+    }
+
+    fn is_settling(&self) -> bool {
+        matches!(self.life, Life::Cancelling | Life::Finished)
+    }
+
+    fn settling_error(&self) -> GuardError {
+        match self.life {
+            Life::Finished => GuardError::Finished(self.name.to_string()),
+            _ => GuardError::Cancelling(self.name.to_string()),
+        }
+    }
+
+    /// Absorbs what the record path published since the last look: the end
+    /// of startup, a recovery (R3.3), the arming of liveness (R2.5).
+    pub(crate) fn sync(&mut self, e: Nanos, out: &mut Out<'_>) {
+        if self.is_settling() {
+            // R3.5: after a cancel no signal renews anything.
+            return;
+        }
+        let lr = self.cell.last_renewal();
+        if lr > self.seen_renewal {
+            self.seen_renewal = lr;
+            if self.startup_pending {
+                self.startup_pending = false;
+                self.cell.set_flag(STARTUP_PENDING, false);
+            }
+            if self.life == Life::Stalled {
+                self.life = Life::Working;
+                self.strikes = 0;
+                self.cell.set_flag(STALLED, false);
+                let silent = lr.saturating_since(self.silent_since);
+                self.emit(out, e, EventKind::Recovered { silent });
+            }
+        }
+        if self.profile.liveness.is_some() {
+            if let Some(hb) = self.cell.last(SignalKind::Heartbeat) {
+                if hb > self.seen_heartbeat {
+                    self.seen_heartbeat = hb;
+                    self.liveness_armed = true;
+                    self.liveness_lost = false;
+                    self.cell.set_flag(LIVENESS_UNARMED | LIVENESS_LOST, false);
+                }
+            }
+        }
+    }
+
+    /// The silence budget that applies now, and its name (R2.1–R2.3).
+    fn silence_budget(&self) -> Option<(Budget, Duration)> {
+        if !self.in_flight.is_empty() {
+            self.profile
+                .execution_budget()
+                .map(|d| (Budget::Execution, d))
+        } else if self.startup_pending {
+            self.profile.startup_budget().map(|d| (Budget::Startup, d))
+        } else {
+            self.profile.idle_budget().map(|d| (Budget::Idle, d))
+        }
+    }
+
+    fn silence_from(&self) -> Nanos {
+        self.seen_renewal.max(self.anchor)
+    }
+
+    /// Takes every verdict due at instant `e`.
+    pub(crate) fn evaluate(&mut self, e: Nanos, out: &mut Out<'_>) {
+        self.sync(e, out);
+        if self.life == Life::Finished {
+            return;
+        }
+        if self.long_running_at.is_some_and(|t| t <= e) {
+            self.long_running_at = None;
+            self.emit(out, e, EventKind::LongRunning);
+        }
+        if self.life == Life::Cancelling {
+            if self.kill_at.is_some_and(|t| t <= e) {
+                self.kill(e, out);
+            }
+            return;
+        }
+        if self.paused_at.is_none() && self.judge_budgets(e, out) {
+            return;
+        }
+        if let (Some(t), Some(iv)) = (self.next_heartbeat, self.profile.heartbeat_interval) {
+            if t <= e {
+                self.next_heartbeat = Some(t + iv);
+                // R3.7: only when nothing renewed during the whole interval.
+                if self.cell.last_renewal() <= t.saturating_sub(iv) {
+                    let kind = self.heartbeat_event(e);
+                    self.emit(out, e, kind);
+                }
+            }
+        }
+    }
+
+    /// Deadline, liveness and silence verdicts; true when the task is now
+    /// cancelling.
+    fn judge_budgets(&mut self, e: Nanos, out: &mut Out<'_>) -> bool {
+        if !self.deadline_fired && self.deadline_at.is_some_and(|t| t <= e) {
+            self.deadline_fired = true;
+            let d = self.deadline_at.map_or(Duration::ZERO, |t| {
+                t.saturating_since(self.start)
+                    .saturating_sub(self.paused_total)
+            });
+            let reason = format!("deadline of {} exceeded", fmt_dur(d));
+            self.emit(
+                out,
+                e,
+                EventKind::DeadlineExceeded {
+                    reason: reason.clone(),
+                },
+            );
+            if !self.profile.notify_only {
+                self.cancel(e, reason, out);
+                return true;
+            }
+        }
+        if let Some(limit) = self.profile.liveness {
+            let from = self.seen_heartbeat.max(self.hb_anchor);
+            if self.liveness_armed && !self.liveness_lost && e.saturating_since(from) >= limit {
+                self.liveness_lost = true;
+                self.cell.set_flag(LIVENESS_LOST, true);
+                let reason = format!(
+                    "no heartbeat for {} (liveness {})",
+                    fmt_dur(e.saturating_since(from)),
+                    fmt_dur(limit)
+                );
+                self.emit(
+                    out,
+                    e,
+                    EventKind::LivenessLost {
+                        reason: reason.clone(),
+                    },
+                );
+                if !self.profile.notify_only {
+                    self.cancel(e, reason, out);
+                    return true;
+                }
+                // A heartbeat that raced the flag re-arms at once.
+                self.sync(e, out);
+            }
+        }
+        if let Some((budget, limit)) = self.silence_budget() {
+            let from = self.silence_from();
+            if e.saturating_since(from) >= limit {
+                return self.stall(e, budget, limit, from, out);
+            }
+        }
+        false
+    }
+
+    /// R3.1, R3.2: a strike; re-arm from the verdict, cancel at the last one.
+    fn stall(
+        &mut self,
+        e: Nanos,
+        budget: Budget,
+        limit: Duration,
+        from: Nanos,
+        out: &mut Out<'_>,
+    ) -> bool {
+        if self.life == Life::Working {
+            self.silent_since = from;
+        }
+        self.life = Life::Stalled;
+        self.strikes += 1;
+        self.stall_count += 1;
+        self.anchor = e;
+        self.cell.set_flag(STALLED, true);
+        let silent = e.saturating_since(self.silent_since);
+        let children = self.children.as_ref().and_then(|p| p.children()).map(|c| {
+            c.into_iter()
+                .filter(ChildInfo::is_suspect)
+                .collect::<Vec<_>>()
+        });
+        let terminate_after = self.profile.terminate_after;
+        let strike = self.strikes;
+        self.emit(
+            out,
+            e,
+            EventKind::Stalled {
+                budget,
+                strike,
+                terminate_after,
+                silent,
+                last_step: self.last_step(),
+                children,
+            },
+        );
+        if terminate_after != 0 && strike >= terminate_after {
+            let reason = format!(
+                "{budget} budget of {} exceeded: silent for {} (strike {strike} of {terminate_after})",
+                fmt_dur(limit),
+                fmt_dur(silent)
+            );
+            self.cancel(e, reason, out);
+            return true;
+        }
+        // A renewal that raced the STALLED flag is a recovery now, not one
+        // budget later.
+        self.sync(e, out);
+        false
+    }
+
+    /// R3.5: cancelling, the cancel action, and the kill timer.
+    pub(crate) fn cancel(&mut self, e: Nanos, reason: String, out: &mut Out<'_>) {
+        self.life = Life::Cancelling;
+        self.cell.set_flag(STALLED | STARTUP_PENDING, false);
+        self.emit(
+            out,
+            e,
+            EventKind::Cancelling {
+                reason: reason.clone(),
+                signal: CANCEL_SIGNAL,
+            },
+        );
+        self.act(out, ActionKind::Cancel { reason });
+        if self.profile.grace_period.is_zero() {
+            self.kill(e, out);
+        } else {
+            self.kill_at = Some(e + self.profile.grace_period);
+        }
+    }
+
+    fn kill(&mut self, e: Nanos, out: &mut Out<'_>) {
+        self.kill_at = None;
+        self.emit(
+            out,
+            e,
+            EventKind::Killed {
+                signal: KILL_SIGNAL,
+            },
+        );
+        self.act(out, ActionKind::Kill);
+    }
+
+    /// R3.8: the last event of the task, exactly once.
+    pub(crate) fn finish(
+        &mut self,
+        e: Nanos,
+        outcome: Outcome,
+        exit_code: Option<i32>,
+        signal: Option<i32>,
+        out: &mut Out<'_>,
+    ) -> Result<(), GuardError> {
+        if self.life == Life::Finished {
+            return Err(GuardError::Finished(self.name.to_string()));
+        }
+        self.sync(e, out);
+        // Work the guard cancelled ends as cancelled, whatever status the
+        // process left with: the exit code and signal still say how.
+        let outcome = if self.life == Life::Cancelling {
+            Outcome::Cancelled
+        } else {
+            outcome
+        };
+        self.life = Life::Finished;
+        self.emit(
+            out,
+            e,
+            EventKind::Finished {
+                outcome,
+                exit_code,
+                signal,
+            },
+        );
+        Ok(())
+    }
+
+    /// The next instant anything about this task can come due.
+    pub(crate) fn next_due(&self) -> Option<Nanos> {
+        let min = |a: Option<Nanos>, b: Option<Nanos>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let mut due = self.long_running_at;
+        match self.life {
+            Life::Finished => return None,
+            Life::Cancelling => return min(due, self.kill_at),
+            Life::Working | Life::Stalled => {}
+        }
+        due = min(due, self.next_heartbeat);
+        if self.paused_at.is_none() {
+            if !self.deadline_fired {
+                due = min(due, self.deadline_at);
+            }
+            if let Some(limit) = self.profile.liveness {
+                if self.liveness_armed && !self.liveness_lost {
+                    due = min(due, Some(self.seen_heartbeat.max(self.hb_anchor) + limit));
+                }
+            }
+            if let Some((_, limit)) = self.silence_budget() {
+                due = min(due, Some(self.silence_from() + limit));
+            }
+        }
+        due
+    }
+
+    pub(crate) fn tool_started(&mut self, e: Nanos, id: &str, name: &str) -> Result<(), GuardError> {
+        if self.life == Life::Finished {
+            return Err(self.settling_error());
+        }
+        let call = CallRecord {
+            id: id.to_owned(),
+            name: name.to_owned(),
+            started: e,
+            finished: None,
+        };
+        self.last_call = Some(CallRecord {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            started: e,
+            finished: None,
+        });
+        self.in_flight.push(call);
+        Ok(())
+    }
+
+    pub(crate) fn tool_finished(
+        &mut self,
+        e: Nanos,
+        id: &str,
+        outcome: CallOutcome,
+    ) -> Result<(), GuardError> {
+        if self.life == Life::Finished {
+            return Err(self.settling_error());
+        }
+        let Some(pos) = self.in_flight.iter().position(|c| c.id == id) else {
+            return Err(GuardError::UnknownCall {
+                task: self.name.to_string(),
+                call: id.to_owned(),
+            });
+        };
+        let mut call = self.in_flight.remove(pos);
+        call.finished = Some((e, outcome));
+        self.step = Some(format!("tool \"{}\" finished ({})", call.name, outcome_str(outcome)));
+        self.last_call = Some(call);
+        Ok(())
+    }
+
+    pub(crate) fn pause(&mut self, e: Nanos) -> Result<(), GuardError> {
+        if self.is_settling() {
+            return Err(self.settling_error());
+        }
+        if self.paused_at.is_none() {
+            self.paused_at = Some(e);
+        }
+        Ok(())
+    }
+
+    /// R2.8: every budget resumes with the silence it had already used.
+    pub(crate) fn resume(&mut self, e: Nanos) -> Result<(), GuardError> {
+        if self.is_settling() {
+            return Err(self.settling_error());
+        }
+        let Some(p) = self.paused_at.take() else {
+            return Ok(());
+        };
+        let shift = e.saturating_since(p);
+        self.paused_total += shift;
+        let shifted = |from: Nanos| if from <= p { from + shift } else { e };
+        self.anchor = shifted(self.silence_from());
+        self.hb_anchor = shifted(self.seen_heartbeat.max(self.hb_anchor));
+        if self.silent_since <= p {
+            self.silent_since = self.silent_since + shift;
+        }
+        if let Some(t) = self.deadline_at.as_mut() {
+            *t = *t + shift;
+        }
+        Ok(())
+    }
+
+    /// R2.9: move the deadline to at least `e + by`, within `max-deadline`.
+    pub(crate) fn extend(&mut self, e: Nanos, by: Duration) -> Result<Duration, GuardError> {
+        if self.is_settling() {
+            return Err(self.settling_error());
+        }
+        let Some(current) = self.deadline_at else {
+            return Err(GuardError::NoDeadline(self.name.to_string()));
+        };
+        let wanted = current.max(e + by);
+        let total = wanted
+            .saturating_since(self.start)
+            .saturating_sub(self.paused_total);
+        if let Some(max) = self.profile.max_deadline {
+            if total > max {
+                return Err(GuardError::ExtensionRefused {
+                    task: self.name.to_string(),
+                    requested: total,
+                    max,
+                });
+            }
+        }
+        if wanted > current {
+            self.deadline_at = Some(wanted);
+            self.deadline_fired = false;
+        }
+        Ok(total)
+    }
+
+    /// R2.10: the task's own fault is a cancel with its reason.
+    pub(crate) fn trigger(&mut self, e: Nanos, reason: &str, out: &mut Out<'_>) -> Result<(), GuardError> {
+        if self.is_settling() {
+            return Err(self.settling_error());
+        }
+        self.emit(
+            out,
+            e,
+            EventKind::Triggered {
+                reason: reason.to_owned(),
+            },
+        );
+        self.cancel(e, format!("triggered: {reason}"), out);
+        Ok(())
+    }
+
+    pub(crate) fn cancel_by_request(
+        &mut self,
+        e: Nanos,
+        reason: &str,
+        out: &mut Out<'_>,
+    ) -> Result<(), GuardError> {
+        if self.is_settling() {
+            return Err(self.settling_error());
+        }
+        self.cancel(e, reason.to_owned(), out);
+        Ok(())
+    }
+
+    /// `READY=1`: startup is over; the idle budget runs from now.
+    pub(crate) fn ready(&mut self, e: Nanos) {
+        if self.startup_pending && !self.is_settling() {
+            self.startup_pending = false;
+            self.cell.set_flag(STARTUP_PENDING, false);
+            self.anchor = self.anchor.max(e);
+        }
+    }
+
+    pub(crate) fn set_step(&mut self, step: String) {
+        self.step = Some(step);
+    }
+
+    pub(crate) fn set_pid(&mut self, pid: u32) {
+        self.pid = Some(pid);
+    }
+
+    pub(crate) fn set_children(&mut self, probe: Arc<dyn ChildProbe>) {
+        self.children = Some(probe);
+    }
+
+    pub(crate) fn set_background(&mut self, tasks: Vec<BackgroundTask>, unnamed: bool) {
+        self.background = tasks;
+        self.unnamed_background = unnamed;
+    }
+
+    pub(crate) fn last_step(&self) -> Option<String> {
+        if let Some(call) = self.in_flight.last() {
+            return Some(format!("tool \"{}\" still running", call.name));
+        }
+        if let Some(step) = &self.step {
+            return Some(step.clone());
+        }
+        SignalKind::ALL
+            .into_iter()
+            .filter_map(|k| self.cell.last(k).map(|t| (t, k)))
+            .max()
+            .map(|(_, k)| format!("last signal: {k}"))
+    }
+
+    pub(crate) fn last_call(&self, now: Nanos, clock: &dyn Clock) -> Option<LastCall> {
+        let stamp = |t: Nanos| Stamp {
+            at: clock.wall_at(t),
+            age: now.saturating_since(t),
+        };
+        self.last_call.as_ref().map(|c| LastCall {
+            id: c.id.clone(),
+            name: c.name.clone(),
+            started: stamp(c.started),
+            finished: c.finished.map(|(t, _)| stamp(t)),
+            outcome: c.finished.map(|(_, o)| o),
+        })
+    }
+
+    fn heartbeat_event(&self, e: Nanos) -> EventKind {
+        let active = self.paused_at.unwrap_or(e);
+        let idle_remaining = self
+            .silence_budget()
+            .map(|(_, limit)| limit.saturating_sub(active.saturating_since(self.silence_from())));
+        EventKind::Heartbeat {
+            last_output_age: self.cell.last(SignalKind::Output).map(|t| e.saturating_since(t)),
+            total_lines: self.cell.lines.load(std::sync::atomic::Ordering::Relaxed),
+            total_bytes: self.cell.bytes.load(std::sync::atomic::Ordering::Relaxed),
+            idle_remaining,
+            deadline: self.deadline_at.map(|t| {
+                t.saturating_since(self.start)
+                    .saturating_sub(self.paused_total)
+            }),
+        }
+    }
+
+    pub(crate) fn status(&self, now: Nanos, clock: &dyn Clock) -> TaskStatus {
+        use std::sync::atomic::Ordering::Relaxed;
+        let active = self.paused_at.unwrap_or(now);
+        let state = match self.life {
+            Life::Working if !self.background.is_empty() || self.unnamed_background => {
+                TaskState::Monitoring
+            }
+            Life::Working => TaskState::Working,
+            Life::Stalled => TaskState::Stalled,
+            Life::Cancelling => TaskState::Cancelling,
+            Life::Finished => TaskState::Finished,
+        };
+        let current = self.silence_budget().map(|(b, _)| b);
+        let mut budgets = Vec::new();
+        let from = self.cell.last_renewal().max(self.anchor);
+        let silent = active.saturating_since(from);
+        let mut silence = |b: Budget, limit: Option<Duration>| {
+            if let Some(limit) = limit {
+                budgets.push(BudgetStatus {
+                    budget: b.as_str(),
+                    limit,
+                    remaining: limit.saturating_sub(silent),
+                    active: current == Some(b),
+                });
+            }
+        };
+        if self.startup_pending {
+            silence(Budget::Startup, self.profile.startup_budget());
+        }
+        silence(Budget::Idle, self.profile.idle_budget());
+        if self.profile.execution.is_some() || !self.in_flight.is_empty() {
+            silence(Budget::Execution, self.profile.execution_budget());
+        }
+        if let (Some(limit), Some(t)) = (self.profile.deadline, self.deadline_at) {
+            let total = t.saturating_since(self.start).saturating_sub(self.paused_total);
+            let used = active.saturating_since(self.start).saturating_sub(self.paused_total);
+            budgets.push(BudgetStatus {
+                budget: "deadline",
+                limit: total.max(limit),
+                remaining: total.saturating_sub(used),
+                active: false,
+            });
+        }
+        if let (Some(limit), true) = (self.profile.liveness, self.liveness_armed) {
+            let from = self
+                .cell
+                .last(SignalKind::Heartbeat)
+                .unwrap_or(Nanos::ZERO)
+                .max(self.hb_anchor);
+            budgets.push(BudgetStatus {
+                budget: "liveness",
+                limit,
+                remaining: limit.saturating_sub(active.saturating_since(from)),
+                active: false,
+            });
+        }
+        let last_signal = SignalKind::ALL
+            .into_iter()
+            .filter_map(|k| {
+                self.cell.last(k).map(|t| {
+                    (
+                        k.as_str(),
+                        Stamp {
+                            at: clock.wall_at(t),
+                            age: now.saturating_since(t),
+                        },
+                    )
+                })
+            })
+            .collect();
+        TaskStatus {
+            name: self.name.to_string(),
+            id: self.id,
+            state,
+            paused: self.paused_at.is_some(),
+            started_at: clock.wall_at(self.start),
+            elapsed: now.saturating_since(self.start),
+            phase: if self.in_flight.is_empty() {
+                Phase::Idle
+            } else {
+                Phase::Executing {
+                    tools: self.in_flight.len(),
+                }
+            },
+            last_step: self.last_step(),
+            last_call: self.last_call(now, clock),
+            last_signal,
+            last_output_age: self
+                .cell
+                .last(SignalKind::Output)
+                .map(|t| now.saturating_since(t)),
+            total_bytes: self.cell.bytes.load(Relaxed),
+            total_lines: self.cell.lines.load(Relaxed),
+            strikes: self.strikes,
+            stall_count: self.stall_count,
+            budgets,
+            children: if self.is_settling() {
+                None
+            } else {
+                self.children.as_ref().and_then(|p| p.children())
+            },
+            background: self.background.clone(),
+            unnamed_background: self.unnamed_background,
+        }
+    }
+}
+
+fn outcome_str(o: CallOutcome) -> &'static str {
+    match o {
+        CallOutcome::Success => "success",
+        CallOutcome::Error => "error",
+        CallOutcome::Cancelled => "cancelled",
+    }
+}
+
+/// Formats a duration for people, rounded to milliseconds.
+pub(crate) fn fmt_dur(d: Duration) -> String {
+    let ms = Duration::from_millis(u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    humantime::format_duration(ms).to_string()
+}
