@@ -1,1 +1,4 @@
-//! placeholder
+//! Action sinks for stallguard (SPEC §6): where events and cancel/kill
+//! actions go. Each sink is one module implementing [`watchdog_core::Sink`].
+
+#![warn(missing_docs, missing_debug_implementations, unreachable_pub, rust_2018_idioms)]

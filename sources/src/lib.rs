@@ -1,1 +1,6 @@
-//! placeholder
+//! Liveness sources for stallguard (SPEC §5): adapters that turn what a
+//! runner sees (bytes, stream events, datagrams, process tables, files) into
+//! signals on a task's [`watchdog_core::Recorder`]. Each source is one module
+//! of the same shape and uses the core's public API only.
+
+#![warn(missing_docs, missing_debug_implementations, unreachable_pub, rust_2018_idioms)]
