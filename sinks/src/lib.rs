@@ -2,3 +2,12 @@
 //! actions go. Each sink is one module implementing [`watchdog_core::Sink`].
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub, rust_2018_idioms)]
+pub mod trace;
+pub mod channel;
+pub mod token;
+pub mod process;
+pub mod jsonl;
+pub mod metrics;
+pub mod callback;
+pub mod control;
+pub mod monitor;

@@ -4,3 +4,11 @@
 //! of the same shape and uses the core's public API only.
 
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub, rust_2018_idioms)]
+pub mod output;
+pub mod args;
+pub mod tools;
+pub mod notify;
+pub mod procs;
+pub mod background;
+pub mod file;
+pub mod mcp;

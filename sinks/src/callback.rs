@@ -1,0 +1,1 @@
+//! A sink that calls a closure (R6.4).

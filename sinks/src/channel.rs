@@ -1,0 +1,1 @@
+//! A sink that streams events to subscribers (R6.4).

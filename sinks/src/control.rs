@@ -1,0 +1,1 @@
+//! The control socket: list and describe over a Unix domain socket (R6.5).

@@ -1,0 +1,1 @@
+//! A sink that writes the JSON-lines events of R8.3.

@@ -1,0 +1,1 @@
+//! A sink that exports progress gauges and counters through the metrics facade (R6.4).

@@ -1,0 +1,1 @@
+//! The side-agent monitor for long-running commands (R6.6).

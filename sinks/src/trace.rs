@@ -1,0 +1,1 @@
+//! A sink that writes events as structured tracing records (R6.4).

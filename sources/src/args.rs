@@ -1,0 +1,1 @@
+//! Streamed tool-argument deltas and their stream adapters (R5.2).

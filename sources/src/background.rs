@@ -1,0 +1,1 @@
+//! Background-task records (R5.6).

@@ -1,0 +1,1 @@
+//! File-growth polling (R5.7).

@@ -1,0 +1,1 @@
+//! MCP progress notifications (R5.8).

@@ -1,0 +1,1 @@
+//! The sd_notify heartbeat socket (R5.4).

@@ -1,0 +1,1 @@
+//! Output counting readers (R5.1).

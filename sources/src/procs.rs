@@ -1,0 +1,1 @@
+//! Process-table sampling of a task's descendants (R5.5).

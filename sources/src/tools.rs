@@ -1,0 +1,1 @@
+//! Tool-call start/finish feeds (R5.3).
