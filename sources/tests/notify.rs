@@ -1,0 +1,475 @@
+//! The sd_notify socket against real clients (R5.4): Python's standard
+//! library as an always-available independent client, `systemd-notify` where
+//! Debian's `systemd` package is installed, and hand-made malformed datagrams
+//! from a std socket. Budgets move in virtual time (ManualClock); the only
+//! waiting is on real client processes and on the socket's own thread, always
+//! bounded.
+
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixDatagram;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use proptest::prelude::*;
+use stallguard_sources::notify::{
+    Malformed, Notification, NotifySocket, MAX_STATUS, TRIGGER_REASON,
+};
+use watchdog_core::{EventKind, Guard, KindSet, ManualClock, Profile, RecordingSink, SignalKind};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+fn guard() -> (Guard, RecordingSink) {
+    let rec = RecordingSink::new();
+    let guard = Guard::builder()
+        .clock(ManualClock::new())
+        .sink(rec.clone())
+        .build();
+    (guard, rec)
+}
+
+fn quiet(profile: Profile) -> Profile {
+    profile.heartbeat_interval(None)
+}
+
+/// An independent client in Python's standard library. Each argument is one
+/// datagram; `fd:` before it passes the write end of a fresh pipe alongside
+/// (SCM_RIGHTS) and then waits, at most 10 s, for the server to close it:
+/// the script prints `closed` on EOF and exits 3 on timeout.
+const PY_CLIENT: &str = r#"
+import os, select, socket, sys
+path = sys.argv[1]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+for arg in sys.argv[2:]:
+    if arg.startswith("fd:"):
+        r, w = os.pipe()
+        rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, w.to_bytes(4, sys.byteorder))]
+        s.sendmsg([os.fsencode(arg[3:])], rights, 0, path)
+        os.close(w)
+        ready, _, _ = select.select([r], [], [], 10)
+        if not ready or os.read(r, 1) != b"":
+            print("timeout")
+            sys.exit(3)
+        os.close(r)
+        print("closed")
+    else:
+        s.sendto(os.fsencode(arg), path)
+"#;
+
+fn python(path: &Path, datagrams: &[&str]) -> Output {
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(PY_CLIENT)
+        .arg(path)
+        .args(datagrams)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "python client failed: {:?}\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Sends raw datagrams from a std socket, then waits until the server has
+/// handled `expected_total` datagrams in all.
+fn send_raw(socket: &NotifySocket, datagrams: &[&[u8]], expected_total: u64) {
+    let client = UnixDatagram::unbound().unwrap();
+    for d in datagrams {
+        client.send_to(d, socket.path()).unwrap();
+    }
+    assert!(
+        socket.wait_for_datagrams(expected_total, WAIT),
+        "server handled {} of {expected_total} datagrams",
+        socket.datagrams()
+    );
+}
+
+fn heartbeat(socket: &NotifySocket) {
+    let before = socket.datagrams();
+    send_raw(socket, &[b"WATCHDOG=1"], before + 1);
+}
+
+#[test]
+fn python_heartbeat_reaches_the_task() {
+    // R5.4: WATCHDOG=1 is a heartbeat.
+    let (guard, _rec) = guard();
+    let task = guard.start("py", quiet(Profile::default())).unwrap();
+    let socket = NotifySocket::bind_temp(task.recorder()).unwrap();
+    assert!(task.last_signal(SignalKind::Heartbeat).is_none());
+
+    python(socket.path(), &["WATCHDOG=1"]);
+    assert!(socket.wait_for_datagrams(1, WAIT));
+    assert_eq!(socket.heartbeats(), 1);
+    assert!(task.last_signal(SignalKind::Heartbeat).is_some());
+}
+
+#[test]
+fn barrier_fd_is_closed_after_the_earlier_datagrams_took_effect() {
+    // R5.4: BARRIER=1 carries a pipe end; closing it releases the client,
+    // and by then everything it sent before has been applied.
+    let (guard, _rec) = guard();
+    let task = guard.start("barrier", quiet(Profile::default())).unwrap();
+    let socket = NotifySocket::bind_temp(task.recorder()).unwrap();
+
+    let out = python(
+        socket.path(),
+        &["STATUS=step one", "WATCHDOG=1", "fd:BARRIER=1"],
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "closed");
+    // No waiting here: the barrier is the synchronisation.
+    assert_eq!(
+        task.status().unwrap().last_step.as_deref(),
+        Some("step one")
+    );
+    let stats = socket.stats();
+    assert_eq!(
+        (stats.heartbeats, stats.barriers, stats.fds_closed),
+        (1, 1, 1)
+    );
+}
+
+#[test]
+fn fds_passed_with_any_datagram_are_closed_even_malformed_ones() {
+    // R5.4 + R10.2: a descriptor is closed whatever it came with.
+    let (guard, _rec) = guard();
+    let task = guard.start("fds", quiet(Profile::default())).unwrap();
+    let socket = NotifySocket::bind_temp(task.recorder()).unwrap();
+
+    let out = python(
+        socket.path(),
+        &[
+            "fd:WATCHDOG=1",
+            "fd:no assignment here",
+            "fd:",
+            "fd:WATCHDOG=sometimes",
+        ],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout)
+            .matches("closed")
+            .count(),
+        4
+    );
+    let stats = socket.stats();
+    assert_eq!(stats.fds_closed, 4);
+    assert_eq!(stats.heartbeats, 1);
+    assert_eq!(stats.malformed.no_assignment, 1);
+    assert_eq!(stats.malformed.empty, 1);
+    assert_eq!(stats.malformed.bad_value, 1);
+}
+
+#[test]
+fn malformed_datagrams_are_counted_and_the_socket_survives() {
+    // R5.4, R10.2: malformed datagrams are counted and ignored, never fatal.
+    let (guard, rec) = guard();
+    let task = guard.start("junk", quiet(Profile::default())).unwrap();
+    let socket = NotifySocket::bind_temp(task.recorder()).unwrap();
+
+    let oversize = vec![b'A'; 5000];
+    let junk: [&[u8]; 11] = [
+        b"\xff\xfe\xfd",
+        b"WATCHDOG=1\0",
+        b"",
+        b"\n\n",
+        &oversize,
+        b"no equals sign",
+        b"=1",
+        b"WATCHDOG=2",
+        b"EXTEND_TIMEOUT_USEC=-5",
+        b"EXTEND_TIMEOUT_USEC=99999999999999999999999",
+        b"READY=yes",
+    ];
+    send_raw(&socket, &junk, junk.len() as u64);
+    let m = socket.stats().malformed;
+    assert_eq!(m.not_text, 2, "{m:?}");
+    assert_eq!(m.empty, 2, "{m:?}");
+    assert_eq!(m.oversize, 1, "{m:?}");
+    assert_eq!(m.no_assignment, 2, "{m:?}");
+    assert_eq!(m.bad_value, 4, "{m:?}");
+    assert_eq!(socket.malformed(), 11);
+    assert_eq!(socket.heartbeats(), 0);
+    assert_eq!(rec.types_for("junk"), ["started"]);
+
+    // Still serving, and a mixed datagram applies its good lines.
+    send_raw(
+        &socket,
+        &[b"WATCHDOG=1\nbogus\nMAINPID=4242\nSTATUS=fine"],
+        12,
+    );
+    let stats = socket.stats();
+    assert_eq!(stats.heartbeats, 1);
+    assert_eq!(stats.ignored, 1);
+    assert_eq!(stats.malformed.no_assignment, 3);
+    assert_eq!(task.status().unwrap().last_step.as_deref(), Some("fine"));
+}
+
+#[test]
+fn heartbeats_renew_the_idle_budget_when_opted_in() {
+    // R2.6 + R5.4: heartbeat renews only when it is in renewed-by.
+    let (guard, rec) = guard();
+    let renewing = KindSet::DEFAULT_RENEWING.with(SignalKind::Heartbeat);
+    let task = guard
+        .start(
+            "opted-in",
+            quiet(
+                Profile::default()
+                    .idle(Duration::from_secs(30))
+                    .renewed_by(renewing),
+            ),
+        )
+        .unwrap();
+    let socket = NotifySocket::bind_temp(task.recorder()).unwrap();
+    for _ in 0..4 {
+        guard.advance(Duration::from_secs(20));
+        heartbeat(&socket);
+    }
+    assert_eq!(
+        rec.types_for("opted-in"),
+        ["started"],
+        "at {:?}",
+        guard.now()
+    );
+
+    // The same heartbeats without the opt-in prove liveness only.
+    let plain = guard
+        .start(
+            "liveness-only",
+            quiet(Profile::default().idle(Duration::from_secs(30))),
+        )
+        .unwrap();
+    let socket = NotifySocket::bind_temp(plain.recorder()).unwrap();
+    for _ in 0..2 {
+        guard.advance(Duration::from_secs(20));
+        heartbeat(&socket);
+    }
+    let types = rec.types_for("liveness-only");
+    assert_eq!(types[..2], ["started", "stalled"], "at {:?}", guard.now());
+}
+
+#[test]
+fn watchdog_trigger_cancels_with_its_reason() {
+    // R2.10: WATCHDOG=trigger is a cancel with that reason.
+    let (guard, rec) = guard();
+    let task = guard.start("faulty", quiet(Profile::default())).unwrap();
+    let socket = NotifySocket::bind_temp(task.recorder()).unwrap();
+    python(socket.path(), &["WATCHDOG=trigger"]);
+    assert!(rec.wait_for("faulty", "triggered", WAIT));
+    assert!(rec.wait_for("faulty", "cancelling", WAIT));
+    let reason = rec.events().into_iter().find_map(|e| match e.kind {
+        EventKind::Triggered { reason } => Some(reason),
+        _ => None,
+    });
+    assert_eq!(reason.as_deref(), Some(TRIGGER_REASON));
+    assert_eq!(socket.stats().triggers, 1);
+}
+
+#[test]
+fn extend_timeout_moves_the_deadline_and_refusals_are_counted() {
+    // R2.9: EXTEND_TIMEOUT_USEC extends; past max-deadline it is refused,
+    // counted, and the socket carries on.
+    let (guard, rec) = guard();
+    let profile = Profile::default()
+        .idle(Duration::from_secs(1000))
+        .deadline(Duration::from_secs(60))
+        .max_deadline(Duration::from_secs(120));
+    let task = guard.start("extends", quiet(profile)).unwrap();
+    let socket = NotifySocket::bind_temp(task.recorder()).unwrap();
+
+    python(
+        socket.path(),
+        &["EXTEND_TIMEOUT_USEC=90000000", "fd:BARRIER=1"],
+    );
+    assert_eq!(socket.stats().extensions, 1);
+    guard.advance(Duration::from_secs(70));
+    assert_eq!(
+        rec.types_for("extends"),
+        ["started"],
+        "at {:?}",
+        guard.now()
+    );
+
+    python(
+        socket.path(),
+        &["EXTEND_TIMEOUT_USEC=200000000", "fd:BARRIER=1"],
+    );
+    assert_eq!(socket.stats().extensions_refused, 1);
+    guard.advance(Duration::from_secs(20));
+    assert_eq!(
+        rec.types_for("extends"),
+        ["started", "deadline_exceeded", "cancelling"],
+        "at {:?}",
+        guard.now()
+    );
+}
+
+#[test]
+fn ready_ends_the_startup_budget() {
+    // R2.3 + R5.4: READY=1 ends startup; the idle budget runs from then.
+    let (guard, rec) = guard();
+    let profile = || {
+        quiet(
+            Profile::default()
+                .startup(Duration::from_secs(10))
+                .idle(Duration::from_secs(100)),
+        )
+    };
+    let ready = guard.start("ready", profile()).unwrap();
+    let never = guard.start("never-ready", profile()).unwrap();
+    let socket = NotifySocket::bind_temp(ready.recorder()).unwrap();
+    guard.advance(Duration::from_secs(5));
+    python(socket.path(), &["READY=1", "fd:BARRIER=1"]);
+    assert_eq!(socket.stats().readies, 1);
+    guard.advance(Duration::from_secs(50));
+    assert_eq!(rec.types_for("ready"), ["started"], "at {:?}", guard.now());
+    assert_eq!(rec.types_for("never-ready")[..2], ["started", "stalled"]);
+    drop(never);
+}
+
+#[test]
+fn status_text_is_bounded_and_cleaned() {
+    let (guard, _rec) = guard();
+    let task = guard.start("chatty", quiet(Profile::default())).unwrap();
+    let socket = NotifySocket::bind_temp(task.recorder()).unwrap();
+    let long = format!("STATUS={}", "é".repeat(400));
+    send_raw(&socket, &[long.as_bytes()], 1);
+    let step = task.status().unwrap().last_step.unwrap();
+    assert!(
+        step.len() <= MAX_STATUS && step.len() >= MAX_STATUS - 1,
+        "{}",
+        step.len()
+    );
+    send_raw(&socket, &[b"STATUS=red \x1b[31mtext\r"], 2);
+    assert_eq!(
+        task.status().unwrap().last_step.as_deref(),
+        Some("red  [31mtext ")
+    );
+}
+
+#[test]
+fn a_flood_of_heartbeats_is_all_counted() {
+    let (guard, _rec) = guard();
+    let task = guard.start("flood", quiet(Profile::default())).unwrap();
+    let socket = NotifySocket::bind_temp(task.recorder()).unwrap();
+    let beats = vec![&b"WATCHDOG=1"[..]; 2000];
+    send_raw(&socket, &beats, 2000);
+    assert_eq!(socket.heartbeats(), 2000);
+}
+
+#[test]
+fn socket_is_owner_only_and_removed_on_drop() {
+    // R6.5's rule for control sockets applies here too: owner-only.
+    let (guard, _rec) = guard();
+    let task = guard.start("perm", quiet(Profile::default())).unwrap();
+    let socket = NotifySocket::bind_temp(task.recorder()).unwrap();
+    let path = socket.path().to_path_buf();
+    let dir = path.parent().unwrap().to_path_buf();
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&path), 0o600);
+    assert_eq!(mode(&dir), 0o700);
+    drop(socket);
+    assert!(!path.exists(), "socket file left behind");
+    assert!(!dir.exists(), "private directory left behind");
+
+    // Binding at an explicit path: same rules, and an occupied path is an
+    // error naming it.
+    let tmp = tempfile::tempdir().unwrap();
+    let at = tmp.path().join("n.sock");
+    let socket = NotifySocket::bind(&at, task.recorder()).unwrap();
+    assert_eq!(mode(&at), 0o600);
+    let err = NotifySocket::bind(&at, task.recorder())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("n.sock"), "{err}");
+    drop(socket);
+    assert!(!at.exists());
+}
+
+/// Runs `systemd-notify` against `socket`, or returns `None` (after saying
+/// so) where Debian's `systemd` package is not installed.
+fn systemd_notify(socket: &NotifySocket, args: &[&str]) -> Option<Output> {
+    let Ok(out) = Command::new("systemd-notify")
+        .args(args)
+        .env("NOTIFY_SOCKET", socket.path())
+        .output()
+    else {
+        eprintln!("SKIPPED: systemd-notify is not installed (apt-get install systemd); Python client tests still ran");
+        return None;
+    };
+    assert!(
+        out.status.success(),
+        "systemd-notify {args:?} failed: {:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(out)
+}
+
+#[test]
+fn systemd_notify_heartbeat_with_barrier_returns() {
+    // R5.4: without --no-block, systemd-notify sends BARRIER=1 with a pipe
+    // end and waits for it to close (it gives up, failing, after 5 s).
+    let (guard, _rec) = guard();
+    let task = guard.start("sd", quiet(Profile::default())).unwrap();
+    let socket = NotifySocket::bind_temp(task.recorder()).unwrap();
+    let Some(_) = systemd_notify(&socket, &["WATCHDOG=1"]) else {
+        return;
+    };
+    let stats = socket.stats();
+    assert_eq!(stats.heartbeats, 1, "{stats:?}");
+    assert!(stats.barriers >= 1 && stats.fds_closed >= 1, "{stats:?}");
+    assert!(task.last_signal(SignalKind::Heartbeat).is_some());
+}
+
+#[test]
+fn systemd_notify_status_ready_and_trigger() {
+    let (guard, rec) = guard();
+    let task = guard.start("sd2", quiet(Profile::default())).unwrap();
+    let socket = NotifySocket::bind_temp(task.recorder()).unwrap();
+    let Some(_) = systemd_notify(&socket, &["--status=compiling crate 3 of 9"]) else {
+        return;
+    };
+    assert_eq!(
+        task.status().unwrap().last_step.as_deref(),
+        Some("compiling crate 3 of 9")
+    );
+    systemd_notify(&socket, &["--ready"]);
+    assert_eq!(socket.stats().readies, 1);
+    assert_eq!(socket.malformed(), 0, "{:?}", socket.stats());
+
+    let before = socket.datagrams();
+    systemd_notify(&socket, &["--no-block", "WATCHDOG=trigger"]);
+    assert!(socket.wait_for_datagrams(before + 1, WAIT));
+    assert!(rec.wait_for("sd2", "triggered", WAIT));
+}
+
+#[test]
+fn parse_splits_lines_and_keeps_going_past_bad_ones() {
+    let parsed = Notification::parse_datagram(b"READY=1\nWATCHDOG=0\nFDSTORE=1\n").unwrap();
+    assert_eq!(
+        parsed,
+        [
+            Ok(Notification::Ready),
+            Err(Malformed::BadValue),
+            Ok(Notification::Other("FDSTORE".into()))
+        ]
+    );
+}
+
+proptest! {
+    #[test]
+    fn parse_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
+        let _ = Notification::parse_datagram(&bytes);
+    }
+
+    #[test]
+    fn status_stays_bounded(text in "\\PC{0,400}") {
+        let line = format!("STATUS={text}");
+        if let Ok(Notification::Status(s)) = Notification::parse_line(&line) {
+            prop_assert!(s.len() <= MAX_STATUS);
+        }
+    }
+}
