@@ -1,0 +1,270 @@
+//! The tracing sink against a guard on virtual time, captured by a real
+//! (minimal) `tracing::Subscriber`: structured fields and levels per event
+//! (R6.4), and unknown values left out rather than zero (R4.1).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use stallguard_sinks::trace::{TracingSink, TARGET};
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Event, Level, Metadata, Subscriber};
+use watchdog_core::{Guard, ManualClock, Outcome, Profile};
+
+const SECOND: Duration = Duration::from_secs(1);
+
+/// One captured record: level, target and every field as text.
+#[derive(Clone, Debug)]
+struct Captured {
+    level: Level,
+    target: String,
+    fields: BTreeMap<String, String>,
+}
+
+impl Captured {
+    fn field(&self, name: &str) -> Option<&str> {
+        self.fields.get(name).map(String::as_str)
+    }
+}
+
+/// The smallest real subscriber: keeps every event, ignores spans.
+#[derive(Clone, Default)]
+struct Capture {
+    records: Arc<Mutex<Vec<Captured>>>,
+    next_span: Arc<AtomicU64>,
+}
+
+struct FieldText<'a>(&'a mut BTreeMap<String, String>);
+
+impl Visit for FieldText<'_> {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().into(), value.into());
+    }
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.0.insert(field.name().into(), value.to_string());
+    }
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.0.insert(field.name().into(), value.to_string());
+    }
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.0.insert(field.name().into(), value.to_string());
+    }
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.0.insert(field.name().into(), format!("{value:?}"));
+    }
+}
+
+impl Subscriber for Capture {
+    fn enabled(&self, _: &Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &Attributes<'_>) -> Id {
+        Id::from_u64(self.next_span.fetch_add(1, Ordering::Relaxed) + 1)
+    }
+    fn record(&self, _: &Id, _: &Record<'_>) {}
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+    fn event(&self, event: &Event<'_>) {
+        let mut fields = BTreeMap::new();
+        event.record(&mut FieldText(&mut fields));
+        self.records.lock().push(Captured {
+            level: *event.metadata().level(),
+            target: event.metadata().target().into(),
+            fields,
+        });
+    }
+    fn enter(&self, _: &Id) {}
+    fn exit(&self, _: &Id) {}
+}
+
+impl Capture {
+    /// The sink's records (the guard's own diagnostics filtered out).
+    fn records(&self) -> Vec<Captured> {
+        self.records
+            .lock()
+            .iter()
+            .filter(|r| r.target == TARGET)
+            .cloned()
+            .collect()
+    }
+
+    fn of(&self, event: &str) -> Vec<Captured> {
+        self.records()
+            .into_iter()
+            .filter(|r| r.field("event") == Some(event))
+            .collect()
+    }
+}
+
+/// Runs `scenario` with a capturing subscriber as this thread's default;
+/// the sink is inline, so every record is emitted on this thread.
+fn capture(sink: TracingSink, scenario: impl FnOnce(&Guard)) -> Capture {
+    let cap = Capture::default();
+    tracing::subscriber::with_default(cap.clone(), || {
+        let guard = Guard::builder()
+            .clock(ManualClock::new())
+            .sink(sink)
+            .build();
+        scenario(&guard);
+    });
+    cap
+}
+
+// R6.4 / R3.1 / R3.5: started → stalled → cancelling → killed → finished,
+// each a record with structured fields at a level that fits.
+#[test]
+fn escalation_is_logged_with_fields_and_levels() {
+    let cap = capture(TracingSink::new(), |g| {
+        let profile = Profile::default()
+            .idle(5 * SECOND)
+            .grace_period(2 * SECOND)
+            .heartbeat_interval(None);
+        let t = g.start_process("build", profile, 4242).unwrap();
+        t.tool_started("call-1", "bash").unwrap();
+        g.advance(5 * SECOND);
+        g.advance(2 * SECOND);
+        t.finish(Outcome::Cancelled, None, Some(9)).unwrap();
+    });
+    let events: Vec<_> = cap
+        .records()
+        .iter()
+        .filter_map(|r| r.field("event").map(str::to_owned))
+        .collect();
+    assert_eq!(
+        events,
+        ["started", "stalled", "cancelling", "killed", "finished"]
+    );
+
+    let started = &cap.of("started")[0];
+    assert_eq!(started.level, Level::INFO);
+    assert_eq!(started.field("task"), Some("build"));
+    assert_eq!(started.field("pid"), Some("4242"));
+    assert_eq!(started.field("elapsed_ms"), Some("0"));
+    assert!(started.field("task_id").is_some());
+
+    let stalled = &cap.of("stalled")[0];
+    assert_eq!(stalled.level, Level::WARN);
+    assert_eq!(stalled.field("budget"), Some("execution"));
+    assert_eq!(stalled.field("strike"), Some("1"));
+    assert_eq!(stalled.field("terminate_after"), Some("1"));
+    assert_eq!(stalled.field("silent_ms"), Some("5000"));
+    assert_eq!(
+        stalled.field("last_step"),
+        Some("tool \"bash\" still running")
+    );
+    assert_eq!(
+        stalled.field("children"),
+        None,
+        "unknown children are absent"
+    );
+
+    let cancelling = &cap.of("cancelling")[0];
+    assert_eq!(cancelling.level, Level::ERROR);
+    assert_eq!(cancelling.field("signal"), Some("SIGTERM"));
+    assert!(cancelling
+        .field("reason")
+        .unwrap()
+        .contains("execution budget"));
+
+    let killed = &cap.of("killed")[0];
+    assert_eq!(killed.level, Level::ERROR);
+    assert_eq!(killed.field("signal"), Some("SIGKILL"));
+    assert_eq!(killed.field("elapsed_ms"), Some("7000"));
+
+    let finished = &cap.of("finished")[0];
+    assert_eq!(finished.level, Level::INFO);
+    assert_eq!(finished.field("outcome"), Some("cancelled"));
+    assert_eq!(finished.field("exit_signal"), Some("9"));
+    assert_eq!(finished.field("exit_code"), None);
+
+    // The actions are logged at DEBUG with the pid they name.
+    let actions: Vec<_> = cap
+        .records()
+        .into_iter()
+        .filter(|r| r.field("event").is_none())
+        .collect();
+    assert_eq!(actions.len(), 2);
+    assert!(actions.iter().all(|a| a.level == Level::DEBUG));
+    assert!(actions.iter().all(|a| a.field("pid") == Some("4242")));
+}
+
+// R3.7 heartbeats at DEBUG by default (or as configured) with their
+// fields; `last_output_age_ms` absent before any output (R4.1).
+#[test]
+fn heartbeats_are_logged_at_the_configured_level() {
+    let scenario = |g: &Guard| {
+        let profile = Profile::default()
+            .idle(60 * SECOND)
+            .heartbeat_interval(Some(10 * SECOND));
+        let t = g.start("sql", profile).unwrap();
+        g.advance(10 * SECOND);
+        t.output(100, 2);
+        g.advance(20 * SECOND);
+        t.finish_completed();
+    };
+    let cap = capture(TracingSink::new(), scenario);
+    let beats = cap.of("heartbeat");
+    assert!(beats.len() >= 2);
+    assert!(beats.iter().all(|b| b.level == Level::DEBUG));
+    assert_eq!(beats[0].field("last_output_age_ms"), None);
+    assert_eq!(beats[0].field("total_bytes"), Some("0"));
+    assert_eq!(beats[0].field("idle_remaining_ms"), Some("50000"));
+    assert_eq!(beats[0].field("deadline_ms"), None);
+    let last = beats.last().unwrap();
+    assert_eq!(last.field("last_output_age_ms"), Some("20000"));
+    assert_eq!(last.field("total_lines"), Some("2"));
+
+    let cap = capture(TracingSink::new().heartbeat_level(Level::TRACE), scenario);
+    assert!(cap.of("heartbeat").iter().all(|b| b.level == Level::TRACE));
+}
+
+// R3.3, R3.4, R2.10: recovered at INFO, deadline / liveness / trigger at
+// WARN with their reason.
+#[test]
+fn verdicts_carry_their_reason() {
+    let cap = capture(TracingSink::new(), |g| {
+        let quiet = Profile::default().idle(5 * SECOND).heartbeat_interval(None);
+        let t = g.start("flaky", quiet.clone().terminate_after(2)).unwrap();
+        g.advance(5 * SECOND);
+        t.output(1, 0);
+        t.finish_completed();
+
+        let t = g
+            .start("long", quiet.clone().idle(60 * SECOND).deadline(3 * SECOND))
+            .unwrap();
+        g.advance(3 * SECOND);
+        t.finish_completed();
+
+        let t = g
+            .start(
+                "worker",
+                quiet.clone().idle(60 * SECOND).liveness(2 * SECOND),
+            )
+            .unwrap();
+        t.heartbeat();
+        g.advance(2 * SECOND);
+        t.finish_completed();
+
+        let t = g.start("self", quiet).unwrap();
+        t.trigger("disk full").unwrap();
+        t.finish_failed();
+    });
+    let rec = &cap.of("recovered")[0];
+    assert_eq!(rec.level, Level::INFO);
+    assert_eq!(rec.field("silent_ms"), Some("5000"));
+    for (event, needle) in [
+        ("deadline_exceeded", "deadline"),
+        ("liveness_lost", "heartbeat"),
+        ("triggered", "disk full"),
+    ] {
+        let r = &cap.of(event)[0];
+        assert_eq!(r.level, Level::WARN, "{event}");
+        assert!(
+            r.field("reason").unwrap().contains(needle),
+            "{event}: {r:?}"
+        );
+    }
+}
