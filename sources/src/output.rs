@@ -295,7 +295,7 @@ impl<R: io::Read> io::Read for CountingReader<R> {
 /// let mut out = Vec::new();
 /// reader.read_to_end(&mut out).await.unwrap();
 /// assert_eq!(out, b"\xff\xfe\nbinary");
-/// assert_eq!((reader.total_bytes(), reader.total_lines()), (10, 1));
+/// assert_eq!((reader.total_bytes(), reader.total_lines()), (9, 1));
 /// # });
 /// ```
 #[derive(Debug)]

@@ -1,1 +1,0 @@
-//! Streamed tool-argument deltas and their stream adapters (R5.2).

@@ -1,0 +1,253 @@
+//! The OpenAI chat-completions streaming adapter (R5.2): one SSE `data:`
+//! payload (a `chat.completion.chunk`) in, tracker calls out. Parsing and
+//! the chunk-to-rule mapping live here; the rules live in
+//! [`super::ArgumentTracker`].
+//!
+//! Mapping:
+//! - A chunk whose response `id` differs from the current one starts a new
+//!   message. `created` is in whole seconds and several responses can share
+//!   one, so the message timestamp is derived as `created * 65536 + n`,
+//!   where `n` counts the new responses already seen within that same
+//!   second: strictly rising for a live stream, lower for a replayed older
+//!   response, which is refused ([`Rejection::StaleTimestamp`]) without
+//!   disturbing the current message. Only a 64-bit hash of the id is kept.
+//! - A new id ends the previous message first (the stream moved on), so a
+//!   lost `finish_reason` does not wedge the tracker.
+//! - In `choices[0].delta.tool_calls[]`, an entry carrying an `id` announces
+//!   block `index` (with `function.name`); `function.arguments`, when
+//!   present and non-empty on an announcing entry, or present on any later
+//!   entry, is offered as a delta. Chat completions has no block stop: blocks
+//!   close with the message.
+//! - A non-null `finish_reason` (`tool_calls`, `stop`, `length`, ...) ends
+//!   the message after the chunk's deltas; the `[DONE]` terminator ends it
+//!   too.
+//! - Text content, roles, refusals, usage-only chunks (`choices: []`) and
+//!   the legacy `function_call` delta are not tracked ([`Step::Ignored`]).
+//!   Choices other than index 0 (`n > 1`) are refused
+//!   ([`Rejection::UnsupportedChoice`]): their blocks would share indices.
+
+use std::hash::{BuildHasher, RandomState};
+
+use serde_json::Value;
+use watchdog_core::Recorder;
+
+use super::{json_index, json_str, ArgumentTracker, Parse, Rejection, Step};
+
+/// Responses sharing one `created` second that can still be told apart.
+const PER_SECOND: i64 = 1 << 16;
+
+/// Feeds OpenAI chat-completions chunks to an [`ArgumentTracker`].
+///
+/// # Examples
+///
+/// ```
+/// use stallguard_sources::args::{openai::OpenAiStream, Step};
+/// use watchdog_core::{Guard, ManualClock, Profile};
+///
+/// let guard = Guard::builder().clock(ManualClock::new()).build();
+/// let task = guard.start("turn", Profile::default()).unwrap();
+/// let mut stream = OpenAiStream::new(task.recorder());
+/// let start = r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1767225600,"model":"gpt-4o","choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"bash","arguments":""}}]},"finish_reason":null}]}"#;
+/// assert_eq!(stream.feed(start), Ok(Step::Tracked));
+/// let args = r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1767225600,"model":"gpt-4o","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"cmd\""}}]},"finish_reason":null}]}"#;
+/// assert_eq!(stream.feed(args), Ok(Step::Renewed));
+/// assert_eq!(stream.feed("[DONE]"), Ok(Step::Tracked));
+/// ```
+#[derive(Debug)]
+pub struct OpenAiStream {
+    tracker: ArgumentTracker,
+    hasher: RandomState,
+    /// Hash of the current response id.
+    current: Option<u64>,
+    /// The last accepted message timestamp and its `created` second.
+    last: Option<(i64, i64)>,
+}
+
+impl OpenAiStream {
+    /// Creates an adapter renewing `recorder`'s task.
+    pub fn new(recorder: Recorder) -> Self {
+        OpenAiStream {
+            tracker: ArgumentTracker::new(recorder),
+            hasher: RandomState::new(),
+            current: None,
+            last: None,
+        }
+    }
+
+    /// Feeds one SSE `data:` payload (a chunk's JSON, or `[DONE]`).
+    pub fn feed(&mut self, data: &str) -> Result<Step, Rejection> {
+        self.feed_bytes(data.as_bytes())
+    }
+
+    /// Feeds one payload as raw bytes; invalid UTF-8 is [`Rejection::InvalidJson`].
+    pub fn feed_bytes(&mut self, data: &[u8]) -> Result<Step, Rejection> {
+        if data.trim_ascii() == b"[DONE]" {
+            return Ok(self.end());
+        }
+        match serde_json::from_slice::<Value>(data) {
+            Ok(v) => self.feed_value(&v),
+            Err(_) => Err(self.tracker.reject(Rejection::InvalidJson)),
+        }
+    }
+
+    /// Feeds one already-parsed chunk.
+    ///
+    /// A chunk can hold several tool-call entries: the result is
+    /// [`Step::Renewed`] if any delta renewed, else the first rejection,
+    /// else [`Step::Tracked`] or [`Step::Ignored`]. Every rejection in the
+    /// chunk is counted.
+    pub fn feed_value(&mut self, chunk: &Value) -> Result<Step, Rejection> {
+        let mut acc = Acc::default();
+        if let Err(Parse(r)) = self.apply(chunk, &mut acc) {
+            acc.push(Err(self.tracker.reject(r)));
+        }
+        acc.result()
+    }
+
+    /// Ends the current message, as when the runner drops a stream midway.
+    pub fn turn_end(&mut self) {
+        self.tracker.message_end();
+    }
+
+    /// Returns the tracker, for its counters.
+    pub fn tracker(&self) -> &ArgumentTracker {
+        &self.tracker
+    }
+
+    fn end(&mut self) -> Step {
+        let was = self.tracker.is_active();
+        self.tracker.message_end();
+        if was {
+            Step::Tracked
+        } else {
+            Step::Ignored
+        }
+    }
+
+    fn apply(&mut self, chunk: &Value, acc: &mut Acc) -> Result<(), Parse> {
+        let id = json_str(chunk.get("id"))?;
+        let created = timestamp(chunk.get("created"))?;
+        let choices = chunk
+            .get("choices")
+            .and_then(Value::as_array)
+            .ok_or(Parse::MALFORMED)?;
+        let id_hash = self.hasher.hash_one(id);
+        if self.current != Some(id_hash) {
+            self.new_message(id_hash, created)?;
+            acc.push(Ok(Step::Tracked));
+        }
+        for choice in choices {
+            if json_index(choice.get("index"))? != 0 {
+                acc.push(Err(self.tracker.reject(Rejection::UnsupportedChoice)));
+                continue;
+            }
+            if let Some(calls) = choice.get("delta").and_then(|d| d.get("tool_calls")) {
+                let calls = calls.as_array().ok_or(Parse::MALFORMED)?;
+                for call in calls {
+                    self.tool_call(call, acc)?;
+                }
+            }
+            match choice.get("finish_reason") {
+                None | Some(Value::Null) => {}
+                Some(Value::String(_)) => acc.push(Ok(self.end())),
+                Some(_) => return Err(Parse::MALFORMED),
+            }
+        }
+        acc.push(Ok(Step::Ignored));
+        Ok(())
+    }
+
+    fn new_message(&mut self, id_hash: u64, created: i64) -> Result<(), Parse> {
+        let n = match self.last {
+            Some((ts, sec)) if sec == created => ts % PER_SECOND + 1,
+            _ => 0,
+        };
+        if n >= PER_SECOND {
+            return Err(Parse(Rejection::BadTimestamp));
+        }
+        let ts = created * PER_SECOND + n;
+        if self.last.is_some_and(|(last, _)| ts <= last) {
+            // A replayed older response: refuse it, keep the current one.
+            return Err(Parse(Rejection::StaleTimestamp));
+        }
+        self.tracker.message_end();
+        self.tracker.message_start(ts).map_err(Parse)?;
+        self.current = Some(id_hash);
+        self.last = Some((ts, created));
+        Ok(())
+    }
+
+    fn tool_call(&mut self, call: &Value, acc: &mut Acc) -> Result<(), Parse> {
+        let index = json_index(call.get("index"))?;
+        let function = call.get("function");
+        let arguments = match function.and_then(|f| f.get("arguments")) {
+            None | Some(Value::Null) => None,
+            Some(a) => Some(a.as_str().ok_or(Parse::MALFORMED)?),
+        };
+        match call.get("id") {
+            None | Some(Value::Null) => {
+                let text = arguments.ok_or(Parse::MALFORMED)?;
+                acc.push(self.tracker.delta(index, text).map(|()| Step::Renewed));
+            }
+            Some(id) => {
+                let id = id.as_str().ok_or(Parse::MALFORMED)?;
+                let name = match function.and_then(|f| f.get("name")) {
+                    None | Some(Value::Null) => "",
+                    Some(n) => n.as_str().ok_or(Parse::MALFORMED)?,
+                };
+                let started = self.tracker.block_start(index, id, name);
+                acc.push(started.map(|()| Step::Tracked));
+                // The announcing entry usually carries "" (not a delta);
+                // some servers put the first text there.
+                if let Some(text) = arguments.filter(|t| !t.is_empty()) {
+                    acc.push(self.tracker.delta(index, text).map(|()| Step::Renewed));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads `created`: seconds since the epoch, a non-negative integer small
+/// enough to leave room for the per-second counter.
+fn timestamp(v: Option<&Value>) -> Result<i64, Parse> {
+    let n = match v {
+        Some(Value::Number(n)) => n,
+        _ => return Err(Parse::MALFORMED),
+    };
+    match (n.as_i64(), n.as_u64()) {
+        (Some(s), _) if s < 0 => Err(Parse(Rejection::NegativeTimestamp)),
+        (Some(s), _) if s <= i64::MAX / PER_SECOND - 1 => Ok(s),
+        _ => Err(Parse(Rejection::BadTimestamp)),
+    }
+}
+
+/// Folds the results of one chunk's parts into one answer.
+#[derive(Default)]
+struct Acc {
+    renewed: bool,
+    tracked: bool,
+    first_rejection: Option<Rejection>,
+}
+
+impl Acc {
+    fn push(&mut self, r: Result<Step, Rejection>) {
+        match r {
+            Ok(Step::Renewed) => self.renewed = true,
+            Ok(Step::Tracked) => self.tracked = true,
+            Ok(Step::Ignored) => {}
+            Err(e) => {
+                self.first_rejection.get_or_insert(e);
+            }
+        }
+    }
+
+    fn result(&self) -> Result<Step, Rejection> {
+        match (self.renewed, self.first_rejection, self.tracked) {
+            (true, _, _) => Ok(Step::Renewed),
+            (false, Some(e), _) => Err(e),
+            (false, None, true) => Ok(Step::Tracked),
+            (false, None, false) => Ok(Step::Ignored),
+        }
+    }
+}

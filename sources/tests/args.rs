@@ -1,0 +1,587 @@
+//! Streamed tool-argument deltas (R5.2, R10.2) in virtual time: only fresh
+//! progress renews, every refusal is a counted typed rejection, and state
+//! stays bounded.
+
+use std::time::Duration;
+
+use stallguard_sources::args::anthropic::AnthropicStream;
+use stallguard_sources::args::openai::OpenAiStream;
+use stallguard_sources::args::{ArgumentTracker, Rejection, Step, MAX_FINGERPRINTS};
+use watchdog_core::{Guard, ManualClock, Profile, RecordingSink, SignalKind, TaskHandle};
+
+const IDLE: Duration = Duration::from_millis(100);
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn setup(name: &str) -> (Guard, RecordingSink, TaskHandle) {
+    let rec = RecordingSink::new();
+    let guard = Guard::builder()
+        .clock(ManualClock::new())
+        .sink(rec.clone())
+        .build();
+    let profile = Profile::default().idle(IDLE).heartbeat_interval(None);
+    let task = guard.start(name, profile).unwrap();
+    (guard, rec, task)
+}
+
+fn fixture(name: &str) -> Vec<String> {
+    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {path}: {e}"))
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn message_start(id: &str) -> String {
+    format!(
+        r#"{{"type":"message_start","message":{{"id":"{id}","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{{"input_tokens":10,"output_tokens":1}}}}}}"#
+    )
+}
+
+fn tool_start(index: u64, id: &str, name: &str) -> String {
+    format!(
+        r#"{{"type":"content_block_start","index":{index},"content_block":{{"type":"tool_use","id":"{id}","name":"{name}","input":{{}}}}}}"#
+    )
+}
+
+fn json_delta(index: u64, partial: &str) -> String {
+    let partial = serde_json::to_string(partial).unwrap();
+    format!(
+        r#"{{"type":"content_block_delta","index":{index},"delta":{{"type":"input_json_delta","partial_json":{partial}}}}}"#
+    )
+}
+
+fn block_stop(index: u64) -> String {
+    format!(r#"{{"type":"content_block_stop","index":{index}}}"#)
+}
+
+const MESSAGE_STOP: &str = r#"{"type":"message_stop"}"#;
+
+/// An Anthropic stream with message 1 active and tool block 0 open.
+fn open_stream(task: &TaskHandle) -> AnthropicStream {
+    let mut s = AnthropicStream::new(task.recorder());
+    assert_eq!(s.feed(&message_start("msg_1")), Ok(Step::Tracked));
+    assert_eq!(s.feed(&tool_start(0, "toolu_1", "bash")), Ok(Step::Tracked));
+    s
+}
+
+#[test]
+fn deltas_80ms_apart_keep_a_100ms_idle_budget_and_101ms_of_silence_stalls() {
+    // R5.2 / R2.1: each fresh delta renews the idle budget.
+    let (guard, rec, task) = setup("stream");
+    let mut s = open_stream(&task);
+    for (i, chunk) in [r#"{"command":"#, r#" "cargo"#, r#" test"#, r#" --all"}"#]
+        .into_iter()
+        .enumerate()
+    {
+        guard.advance(ms(80));
+        assert_eq!(
+            s.feed(&json_delta(0, chunk)),
+            Ok(Step::Renewed),
+            "delta {i} at {:?}",
+            guard.now()
+        );
+    }
+    guard.advance(ms(99));
+    assert_eq!(rec.types_for("stream"), ["started"], "at {:?}", guard.now());
+    guard.advance(ms(2)); // 101 ms after the last delta
+    assert_eq!(
+        rec.types_for("stream"),
+        ["started", "stalled", "cancelling"],
+        "at {:?}",
+        guard.now()
+    );
+    assert_eq!(s.tracker().accepted(), 4);
+}
+
+/// Renews at 0, waits 90 ms, offers `probe`, waits 10 ms: a renewing probe
+/// would hold the stall off until 190 ms.
+fn assert_does_not_renew(
+    name: &str,
+    prepare: impl FnOnce(&mut AnthropicStream),
+    probe: impl FnOnce(&mut AnthropicStream) -> Result<Step, Rejection>,
+    expect: Result<Step, Rejection>,
+) {
+    let (guard, rec, task) = setup(name);
+    let mut s = open_stream(&task);
+    assert_eq!(s.feed(&json_delta(0, "{\"a\":")), Ok(Step::Renewed));
+    prepare(&mut s);
+    guard.advance(ms(90));
+    assert_eq!(probe(&mut s), expect, "{name}: probe result");
+    if let Err(reason) = expect {
+        assert!(
+            s.tracker().rejections().get(reason) >= 1,
+            "{name}: not counted"
+        );
+    }
+    guard.advance(ms(10));
+    assert_eq!(
+        rec.types_for(name),
+        ["started", "stalled", "cancelling"],
+        "{name} renewed the task (at {:?})",
+        guard.now()
+    );
+}
+
+#[test]
+fn the_same_delta_twice_does_not_renew() {
+    assert_does_not_renew(
+        "duplicate",
+        |_| {},
+        |s| s.feed(&json_delta(0, "{\"a\":")),
+        Err(Rejection::DuplicateDelta),
+    );
+}
+
+#[test]
+fn an_empty_delta_does_not_renew() {
+    assert_does_not_renew(
+        "empty",
+        |_| {},
+        |s| s.feed(&json_delta(0, "")),
+        Err(Rejection::EmptyDelta),
+    );
+}
+
+#[test]
+fn a_non_string_delta_does_not_renew() {
+    assert_does_not_renew(
+        "non-string",
+        |_| {},
+        |s| {
+            s.feed(r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":42}}"#)
+        },
+        Err(Rejection::MalformedEvent),
+    );
+}
+
+#[test]
+fn a_delta_on_an_unannounced_block_does_not_renew() {
+    assert_does_not_renew(
+        "unannounced",
+        |_| {},
+        |s| s.feed(&json_delta(3, "{\"b\":")),
+        Err(Rejection::BlockNotAnnounced),
+    );
+}
+
+#[test]
+fn a_delta_on_a_closed_block_does_not_renew() {
+    assert_does_not_renew(
+        "closed",
+        |s| assert_eq!(s.feed(&block_stop(0)), Ok(Step::Tracked)),
+        |s| s.feed(&json_delta(0, "\"fresh\"}")),
+        Err(Rejection::BlockClosed),
+    );
+}
+
+#[test]
+fn a_closed_block_never_reopens_in_its_generation() {
+    assert_does_not_renew(
+        "reopen",
+        |s| assert_eq!(s.feed(&block_stop(0)), Ok(Step::Tracked)),
+        |s| s.feed(&tool_start(0, "toolu_1", "bash")),
+        Err(Rejection::BlockAlreadyAnnounced),
+    );
+}
+
+#[test]
+fn a_re_sent_block_start_does_not_renew() {
+    assert_does_not_renew(
+        "resent",
+        |_| {},
+        |s| s.feed(&tool_start(0, "toolu_1", "bash")),
+        Err(Rejection::BlockAlreadyAnnounced),
+    );
+}
+
+#[test]
+fn a_message_start_while_one_is_active_does_not_renew() {
+    assert_does_not_renew(
+        "second-start",
+        |_| {},
+        |s| s.feed(&message_start("msg_2")),
+        Err(Rejection::GenerationActive),
+    );
+}
+
+#[test]
+fn non_progress_events_do_not_renew() {
+    // Pings, text, thinking, message_delta and unknown types are ignored.
+    for (i, event) in [
+        r#"{"type":"ping"}"#,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Let me check"}}"#,
+        r#"{"type":"content_block_delta","index":2,"delta":{"type":"thinking_delta","thinking":"hmm"}}"#,
+        r#"{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":89}}"#,
+        r#"{"type":"content_block_start","index":5,"content_block":{"type":"text","text":""}}"#,
+        r#"{"type":"some_future_event","payload":{}}"#,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        assert_does_not_renew(
+            &format!("non-progress-{i}"),
+            |_| {},
+            |s| s.feed(event),
+            Ok(Step::Ignored),
+        );
+    }
+}
+
+#[test]
+fn a_message_start_with_an_equal_timestamp_is_refused() {
+    // R5.2: strictly greater than the last accepted timestamp.
+    let (guard, rec, task) = setup("equal-ts");
+    let mut t = ArgumentTracker::new(task.recorder());
+    t.message_start(7).unwrap();
+    t.block_start(0, "call_1", "bash").unwrap();
+    t.delta(0, "{").unwrap();
+    t.message_end();
+    guard.advance(ms(90));
+    assert_eq!(t.message_start(7), Err(Rejection::StaleTimestamp));
+    assert_eq!(t.message_start(6), Err(Rejection::StaleTimestamp));
+    assert_eq!(t.message_start(-1), Err(Rejection::NegativeTimestamp));
+    // Without an active generation nothing below can renew.
+    assert_eq!(
+        t.block_start(0, "call_1", "bash"),
+        Err(Rejection::NoActiveGeneration)
+    );
+    assert_eq!(t.delta(0, "{\"x\""), Err(Rejection::NoActiveGeneration));
+    guard.advance(ms(10));
+    assert_eq!(
+        rec.types_for("equal-ts"),
+        ["started", "stalled", "cancelling"]
+    );
+    assert_eq!(t.rejections().get(Rejection::StaleTimestamp), 2);
+    assert_eq!(t.message_start(8), Ok(()));
+}
+
+#[test]
+fn block_announcements_need_an_id_a_name_and_an_index_below_4096() {
+    let (_guard, _rec, task) = setup("blocks");
+    let mut t = ArgumentTracker::new(task.recorder());
+    t.message_start(0).unwrap();
+    assert_eq!(
+        t.block_start(4096, "c", "n"),
+        Err(Rejection::IndexOutOfRange)
+    );
+    assert_eq!(
+        t.block_start(u64::MAX, "c", "n"),
+        Err(Rejection::IndexOutOfRange)
+    );
+    assert_eq!(t.block_start(1, "", "n"), Err(Rejection::EmptyId));
+    assert_eq!(t.block_start(1, "c", ""), Err(Rejection::EmptyName));
+    assert_eq!(t.block_start(4095, "c", "n"), Ok(()));
+    assert_eq!(t.delta(4095, "x"), Ok(()));
+    assert_eq!(t.block_stop(4095), Ok(()));
+    assert_eq!(t.block_stop(4095), Err(Rejection::BlockClosed));
+    assert_eq!(t.block_stop(7), Err(Rejection::BlockNotAnnounced));
+    assert_eq!(t.open_blocks(), 0);
+    assert_eq!(t.rejections().total(), 6);
+}
+
+#[test]
+fn the_4097th_distinct_delta_does_not_renew_and_a_new_message_accepts_old_chunks() {
+    // R5.2: fail closed at 4096 fingerprints until the next message.
+    let (guard, rec, task) = setup("exhaust");
+    let mut s = open_stream(&task);
+    for i in 0..MAX_FINGERPRINTS {
+        assert_eq!(s.feed(&json_delta(0, &format!("{i},"))), Ok(Step::Renewed));
+    }
+    guard.advance(ms(90));
+    assert_eq!(
+        s.feed(&json_delta(0, "4096,")),
+        Err(Rejection::FingerprintsExhausted)
+    );
+    guard.advance(ms(10));
+    assert_eq!(
+        rec.types_for("exhaust"),
+        ["started", "stalled", "cancelling"]
+    );
+    assert_eq!(s.tracker().fingerprints(), MAX_FINGERPRINTS);
+
+    // The next message starts a fresh generation: a chunk seen in the last
+    // one is fresh again.
+    assert_eq!(s.feed(MESSAGE_STOP), Ok(Step::Tracked));
+    assert_eq!(s.tracker().fingerprints(), 0);
+    assert_eq!(s.feed(&message_start("msg_2")), Ok(Step::Tracked));
+    assert_eq!(s.feed(&tool_start(0, "toolu_2", "bash")), Ok(Step::Tracked));
+    assert_eq!(s.feed(&json_delta(0, "0,")), Ok(Step::Renewed));
+}
+
+#[test]
+fn a_new_message_accepts_a_previously_seen_chunk_again() {
+    let (_guard, _rec, task) = setup("again");
+    let mut s = open_stream(&task);
+    assert_eq!(s.feed(&json_delta(0, "{\"path\":")), Ok(Step::Renewed));
+    assert_eq!(s.feed(MESSAGE_STOP), Ok(Step::Tracked));
+    // Between messages nothing renews.
+    assert_eq!(
+        s.feed(&json_delta(0, "{\"path\":")),
+        Err(Rejection::NoActiveGeneration)
+    );
+    assert_eq!(s.feed(&message_start("msg_2")), Ok(Step::Tracked));
+    assert_eq!(s.feed(&tool_start(0, "toolu_2", "read")), Ok(Step::Tracked));
+    assert_eq!(s.feed(&json_delta(0, "{\"path\":")), Ok(Step::Renewed));
+}
+
+#[test]
+fn turn_end_releases_a_message_that_never_stopped() {
+    let (_guard, _rec, task) = setup("turn-end");
+    let mut s = open_stream(&task);
+    assert_eq!(
+        s.feed(&message_start("msg_2")),
+        Err(Rejection::GenerationActive)
+    );
+    s.turn_end();
+    assert_eq!(s.feed(&message_start("msg_2")), Ok(Step::Tracked));
+}
+
+#[test]
+fn anthropic_fixture_renews_once_per_fresh_delta_and_never_counts_a_tool_call() {
+    // R5.2: partial arguments are never exposed or counted as a tool call.
+    let (_guard, rec, task) = setup("anthropic");
+    let mut s = AnthropicStream::new(task.recorder());
+    let mut steps = Vec::new();
+    for line in fixture("anthropic_tool_use.jsonl") {
+        steps.push(s.feed(&line));
+    }
+    let renewed = steps.iter().filter(|r| **r == Ok(Step::Renewed)).count();
+    assert_eq!(renewed, 8);
+    assert_eq!(s.tracker().accepted(), 8);
+    // The provider's opening "" delta is the only refusal.
+    assert_eq!(s.tracker().rejections().total(), 1);
+    assert_eq!(s.tracker().rejections().get(Rejection::EmptyDelta), 1);
+    assert!(!s.tracker().is_active());
+    assert!(task.last_signal(SignalKind::ArgumentDelta).is_some());
+    assert!(task.last_signal(SignalKind::ToolCall).is_none());
+    assert!(task.last_call().is_none());
+    let debug = format!("{s:?}");
+    assert!(
+        !debug.contains("Francisc") && !debug.contains("location"),
+        "{debug}"
+    );
+    assert!(!debug.contains("toolu_01T1x1fJ34qAmk2tNTrN7Up6"), "{debug}");
+    assert_eq!(rec.types_for("anthropic"), ["started"]);
+}
+
+#[test]
+fn openai_fixture_renews_once_per_fresh_delta_across_two_tool_calls() {
+    let (_guard, _rec, task) = setup("openai");
+    let mut s = OpenAiStream::new(task.recorder());
+    let steps: Vec<_> = fixture("openai_tool_calls.jsonl")
+        .iter()
+        .map(|line| s.feed(line))
+        .collect();
+    assert_eq!(
+        steps.iter().filter(|r| **r == Ok(Step::Renewed)).count(),
+        12
+    );
+    assert_eq!(s.tracker().rejections().total(), 0, "{:?}", s.tracker());
+    assert!(!s.tracker().is_active(), "finish_reason ends the message");
+    // The usage chunk after the finish and [DONE] are ignored.
+    assert_eq!(steps[steps.len() - 2], Ok(Step::Ignored));
+    assert_eq!(steps[steps.len() - 1], Ok(Step::Ignored));
+    assert!(task.last_call().is_none());
+}
+
+fn oa_chunk(id: &str, created: i64, delta: &str, finish: &str) -> String {
+    format!(
+        r#"{{"id":"{id}","object":"chat.completion.chunk","created":{created},"model":"gpt-4o","choices":[{{"index":0,"delta":{delta},"logprobs":null,"finish_reason":{finish}}}]}}"#
+    )
+}
+
+fn oa_start(id: &str, created: i64, call: &str) -> String {
+    let delta = format!(
+        r#"{{"role":"assistant","content":null,"tool_calls":[{{"index":0,"id":"{call}","type":"function","function":{{"name":"bash","arguments":""}}}}]}}"#
+    );
+    oa_chunk(id, created, &delta, "null")
+}
+
+fn oa_args(id: &str, created: i64, args: &str) -> String {
+    let args = serde_json::to_string(args).unwrap();
+    let delta = format!(r#"{{"tool_calls":[{{"index":0,"function":{{"arguments":{args}}}}}]}}"#);
+    oa_chunk(id, created, &delta, "null")
+}
+
+#[test]
+fn openai_responses_sharing_a_created_second_are_distinct_messages() {
+    // `created` has one-second resolution: a derived counter keeps message
+    // timestamps strictly rising (R5.2).
+    let (_guard, _rec, task) = setup("same-second");
+    let mut s = OpenAiStream::new(task.recorder());
+    assert_eq!(
+        s.feed(&oa_start("chatcmpl-a", 100, "call_a")),
+        Ok(Step::Tracked)
+    );
+    assert_eq!(
+        s.feed(&oa_args("chatcmpl-a", 100, "{\"x\"")),
+        Ok(Step::Renewed)
+    );
+    assert_eq!(
+        s.feed(&oa_chunk("chatcmpl-a", 100, "{}", "\"tool_calls\"")),
+        Ok(Step::Tracked)
+    );
+    assert_eq!(
+        s.feed(&oa_start("chatcmpl-b", 100, "call_b")),
+        Ok(Step::Tracked)
+    );
+    assert_eq!(
+        s.feed(&oa_args("chatcmpl-b", 100, "{\"x\"")),
+        Ok(Step::Renewed)
+    );
+    // A new id without a finish first still moves on.
+    assert_eq!(
+        s.feed(&oa_start("chatcmpl-c", 101, "call_c")),
+        Ok(Step::Tracked)
+    );
+    assert_eq!(
+        s.feed(&oa_args("chatcmpl-c", 101, "{\"x\"")),
+        Ok(Step::Renewed)
+    );
+}
+
+#[test]
+fn openai_replayed_older_response_is_refused_and_the_current_one_continues() {
+    let (_guard, _rec, task) = setup("replay");
+    let mut s = OpenAiStream::new(task.recorder());
+    s.feed(&oa_start("chatcmpl-new", 200, "call_1")).unwrap();
+    assert_eq!(
+        s.feed(&oa_args("chatcmpl-old", 150, "{\"y\"")),
+        Err(Rejection::StaleTimestamp)
+    );
+    assert!(s.tracker().is_active());
+    assert_eq!(
+        s.feed(&oa_args("chatcmpl-new", 200, "{\"y\"")),
+        Ok(Step::Renewed)
+    );
+    // The same chunk again, and a re-sent start, do not renew.
+    assert_eq!(
+        s.feed(&oa_args("chatcmpl-new", 200, "{\"y\"")),
+        Err(Rejection::DuplicateDelta)
+    );
+    assert_eq!(
+        s.feed(&oa_start("chatcmpl-new", 200, "call_1")),
+        Err(Rejection::BlockAlreadyAnnounced)
+    );
+}
+
+#[test]
+fn openai_choices_other_than_zero_are_refused() {
+    let (_guard, _rec, task) = setup("choices");
+    let mut s = OpenAiStream::new(task.recorder());
+    let chunk = r#"{"id":"c","object":"chat.completion.chunk","created":1,"choices":[{"index":1,"delta":{"content":"hi"},"finish_reason":null}]}"#;
+    assert_eq!(s.feed(chunk), Err(Rejection::UnsupportedChoice));
+}
+
+#[test]
+fn malformed_input_is_a_counted_typed_rejection() {
+    // R10.2: truncated JSON, wrong types, garbage — never a panic.
+    let (_guard, _rec, task) = setup("malformed");
+    let mut a = open_stream(&task);
+    let huge_id = "x".repeat(1 << 20);
+    let cases: Vec<(Vec<u8>, Rejection)> = vec![
+        (br#"{"type":"content_block_delta","index":0,"delta":{"type":"input_js"#.to_vec(), Rejection::InvalidJson),
+        (b"\xff\xfe\x00garbage".to_vec(), Rejection::InvalidJson),
+        (b"".to_vec(), Rejection::InvalidJson),
+        (b"[1,2,3]".to_vec(), Rejection::MalformedEvent),
+        (b"null".to_vec(), Rejection::MalformedEvent),
+        (br#"{"type":7}"#.to_vec(), Rejection::MalformedEvent),
+        (br#"{"type":"content_block_delta","index":"0","delta":{"type":"input_json_delta","partial_json":"x"}}"#.to_vec(), Rejection::MalformedEvent),
+        (br#"{"type":"content_block_delta","index":-1,"delta":{"type":"input_json_delta","partial_json":"x"}}"#.to_vec(), Rejection::IndexOutOfRange),
+        (br#"{"type":"content_block_delta","index":1.5,"delta":{"type":"input_json_delta","partial_json":"x"}}"#.to_vec(), Rejection::MalformedEvent),
+        (br#"{"type":"content_block_delta","index":99999999999999999999,"delta":{}}"#.to_vec(), Rejection::MalformedEvent),
+        (br#"{"type":"content_block_delta","index":0}"#.to_vec(), Rejection::MalformedEvent),
+        (br#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":null,"name":"x"}}"#.to_vec(), Rejection::MalformedEvent),
+        (br#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"","name":"x"}}"#.to_vec(), Rejection::EmptyId),
+        (br#"{"type":"message_start","message":{}}"#.to_vec(), Rejection::MalformedEvent),
+        (tool_start(2, &huge_id, "bash").into_bytes(), Rejection::MalformedEvent),
+    ];
+    let n = cases.len();
+    for (i, (bytes, expected)) in cases.into_iter().enumerate() {
+        let got = a.feed_bytes(&bytes);
+        if i == n - 1 {
+            // A huge id is valid input: accepted, and never stored.
+            assert_eq!(got, Ok(Step::Tracked));
+        } else {
+            assert_eq!(
+                got,
+                Err(expected),
+                "case {i}: {}",
+                String::from_utf8_lossy(&bytes)
+            );
+        }
+    }
+    assert_eq!(a.tracker().rejections().total(), n as u64 - 1);
+    assert!(format!("{a:?}").len() < 1024, "the huge id is not kept");
+
+    let mut o = OpenAiStream::new(task.recorder());
+    for (chunk, expected) in [
+        (
+            r#"{"id":"c","created":-5,"choices":[]}"#,
+            Rejection::NegativeTimestamp,
+        ),
+        (
+            r#"{"id":"c","created":1.5,"choices":[]}"#,
+            Rejection::BadTimestamp,
+        ),
+        (
+            r#"{"id":"c","created":18446744073709551615,"choices":[]}"#,
+            Rejection::BadTimestamp,
+        ),
+        (
+            r#"{"id":"c","created":"now","choices":[]}"#,
+            Rejection::MalformedEvent,
+        ),
+        (
+            r#"{"id":42,"created":1,"choices":[]}"#,
+            Rejection::MalformedEvent,
+        ),
+        (
+            r#"{"id":"c","created":1,"choices":{}}"#,
+            Rejection::MalformedEvent,
+        ),
+        (
+            r#"{"id":"c","created":1,"choices":[{"index":0,"delta":{"tool_calls":{}}}]}"#,
+            Rejection::MalformedEvent,
+        ),
+        (
+            r#"{"id":"c","created":1,"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":7}}]}}]}"#,
+            Rejection::MalformedEvent,
+        ),
+        (
+            r#"{"id":"c","created":1,"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call","function":{}}]}}]}"#,
+            Rejection::EmptyName,
+        ),
+        (
+            r#"{"id":"c","created":1,"choices":[{"index":0,"delta":{},"finish_reason":3}]}"#,
+            Rejection::MalformedEvent,
+        ),
+        ("data: {}", Rejection::InvalidJson),
+    ] {
+        assert_eq!(o.feed(chunk), Err(expected), "{chunk}");
+    }
+    assert_eq!(o.tracker().rejections().total(), 11);
+}
+
+#[test]
+fn a_flood_of_distinct_deltas_keeps_memory_bounded() {
+    // R10.2: the fingerprint set is capped at 4096 whatever arrives.
+    let (_guard, _rec, task) = setup("flood");
+    let mut t = ArgumentTracker::new(task.recorder());
+    t.message_start(1).unwrap();
+    t.block_start(0, "call", "bash").unwrap();
+    let total = 100_000u64;
+    for i in 0..total {
+        let _ = t.delta(0, &format!("chunk-{i}"));
+    }
+    assert_eq!(t.fingerprints(), MAX_FINGERPRINTS);
+    assert_eq!(t.accepted(), MAX_FINGERPRINTS as u64);
+    assert_eq!(
+        t.rejections().get(Rejection::FingerprintsExhausted),
+        total - MAX_FINGERPRINTS as u64
+    );
+}
