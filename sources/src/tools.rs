@@ -1,1 +1,251 @@
 //! Tool-call start/finish feeds (R5.3).
+//!
+//! [`ToolCallFeed`] checks call ids and names before handing them to the
+//! task's [`Recorder`], which keeps the in-flight set that drives the
+//! execution budget (R2.2) and the last call (R4.1). A finish for an id not
+//! in flight is reported through `tracing` and returned as an error, never a
+//! panic. Streamed arguments of a call not yet final live in [`crate::args`].
+
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+use watchdog_core::{CallOutcome, GuardError, Recorder};
+
+/// The longest call id or tool name accepted, in bytes.
+pub const MAX_CALL_ID: usize = 256;
+
+/// Why a tool-call start or finish was refused.
+///
+/// # Examples
+///
+/// ```
+/// use stallguard_sources::tools::ToolCallError;
+/// let e = ToolCallError::UnknownCall("call_9".into());
+/// assert_eq!(e.to_string(), "no tool call `call_9` is in flight");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolCallError {
+    /// The call id was empty.
+    #[error("tool call id is empty")]
+    EmptyId,
+    /// The tool name was empty.
+    #[error("tool name is empty")]
+    EmptyName,
+    /// An id or name longer than [`MAX_CALL_ID`] bytes.
+    #[error("tool call id or name is {0} bytes, more than 256")]
+    TooLong(usize),
+    /// A start for an id already in flight.
+    #[error("tool call `{0}` is already in flight")]
+    AlreadyInFlight(String),
+    /// A finish for an id not in flight.
+    #[error("no tool call `{0}` is in flight")]
+    UnknownCall(String),
+    /// The guard refused (the task finished or is cancelling).
+    #[error(transparent)]
+    Guard(GuardError),
+}
+
+/// Reports tool calls of one task by call id (R5.3).
+///
+/// Shareable by reference across threads: starts and finishes may come from
+/// different places of a runner.
+///
+/// # Examples
+///
+/// ```
+/// use stallguard_sources::tools::{ToolCallError, ToolCallFeed};
+/// use watchdog_core::{CallOutcome, Guard, ManualClock, Profile};
+///
+/// let guard = Guard::builder().clock(ManualClock::new()).build();
+/// let task = guard.start("turn", Profile::default()).unwrap();
+/// let calls = ToolCallFeed::new(task.recorder());
+/// calls.started("toolu_1", "bash").unwrap();
+/// assert_eq!(calls.in_flight(), 1);
+/// calls.finished("toolu_1", CallOutcome::Success).unwrap();
+/// assert_eq!(
+///     calls.finished("toolu_1", CallOutcome::Success),
+///     Err(ToolCallError::UnknownCall("toolu_1".into()))
+/// );
+/// assert_eq!(task.last_call().unwrap().name, "bash");
+/// ```
+pub struct ToolCallFeed {
+    recorder: Recorder,
+    in_flight: Mutex<HashSet<String>>,
+    unknown_finishes: AtomicU64,
+}
+
+impl fmt::Debug for ToolCallFeed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolCallFeed")
+            .field("task", &self.recorder.id())
+            .field("in_flight", &self.in_flight())
+            .field("unknown_finishes", &self.unknown_finishes())
+            .finish()
+    }
+}
+
+impl ToolCallFeed {
+    /// Creates a feed for `recorder`'s task.
+    pub fn new(recorder: Recorder) -> Self {
+        ToolCallFeed {
+            recorder,
+            in_flight: Mutex::new(HashSet::new()),
+            unknown_finishes: AtomicU64::new(0),
+        }
+    }
+
+    /// Reports that call `id` of tool `name` started: a `tool-call` signal,
+    /// and the execution budget applies until every started call finished.
+    pub fn started(&self, id: &str, name: &str) -> Result<(), ToolCallError> {
+        check(id, ToolCallError::EmptyId)?;
+        check(name, ToolCallError::EmptyName)?;
+        let mut in_flight = self.in_flight.lock();
+        if in_flight.contains(id) {
+            return Err(ToolCallError::AlreadyInFlight(id.to_owned()));
+        }
+        self.recorder
+            .tool_started(id, name)
+            .map_err(ToolCallError::Guard)?;
+        in_flight.insert(id.to_owned());
+        Ok(())
+    }
+
+    /// Reports that call `id` ended with `outcome`; updates the last call.
+    pub fn finished(&self, id: &str, outcome: CallOutcome) -> Result<(), ToolCallError> {
+        let mut in_flight = self.in_flight.lock();
+        if !in_flight.remove(id) {
+            self.unknown_finishes.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(task = %self.recorder.id(), call = %truncated(id), "finish for a tool call not in flight");
+            return Err(ToolCallError::UnknownCall(truncated(id).to_owned()));
+        }
+        match self.recorder.tool_finished(id, outcome) {
+            Ok(()) => Ok(()),
+            Err(GuardError::UnknownCall { call, .. }) => {
+                // The call was started on the recorder directly and
+                // finished there already; the core is the authority.
+                self.unknown_finishes.fetch_add(1, Ordering::Relaxed);
+                Err(ToolCallError::UnknownCall(call))
+            }
+            Err(e) => Err(ToolCallError::Guard(e)),
+        }
+    }
+
+    /// Returns how many calls started through this feed are in flight.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.lock().len()
+    }
+
+    /// Returns how many finishes named a call that was not in flight.
+    pub fn unknown_finishes(&self) -> u64 {
+        self.unknown_finishes.load(Ordering::Relaxed)
+    }
+}
+
+fn check(s: &str, empty: ToolCallError) -> Result<(), ToolCallError> {
+    if s.is_empty() {
+        Err(empty)
+    } else if s.len() > MAX_CALL_ID {
+        Err(ToolCallError::TooLong(s.len()))
+    } else {
+        Ok(())
+    }
+}
+
+/// Cuts an untrusted id for logs and errors to [`MAX_CALL_ID`] bytes.
+fn truncated(id: &str) -> &str {
+    let mut end = id.len().min(MAX_CALL_ID);
+    while !id.is_char_boundary(end) {
+        end -= 1;
+    }
+    &id[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use watchdog_core::{CallOutcome, Guard, ManualClock, Phase, Profile, RecordingSink};
+
+    use super::{ToolCallError, ToolCallFeed};
+
+    fn setup() -> (Guard, RecordingSink, watchdog_core::TaskHandle) {
+        let rec = RecordingSink::new();
+        let guard = Guard::builder()
+            .clock(ManualClock::new())
+            .sink(rec.clone())
+            .build();
+        let profile = Profile::default()
+            .idle(Duration::from_secs(10))
+            .execution(Duration::from_secs(300))
+            .heartbeat_interval(None);
+        let task = guard.start("turn", profile).unwrap();
+        (guard, rec, task)
+    }
+
+    #[test]
+    fn two_calls_in_flight_keep_the_execution_budget_until_both_finish() {
+        // R5.3, R2.2.
+        let (guard, rec, task) = setup();
+        let calls = ToolCallFeed::new(task.recorder());
+        calls.started("call_a", "sql_probe").unwrap();
+        calls.started("call_b", "grep").unwrap();
+        guard.advance(Duration::from_secs(100));
+        calls.finished("call_a", CallOutcome::Success).unwrap();
+        assert_eq!(task.status().unwrap().phase, Phase::Executing { tools: 1 });
+        // 165 s of silence with call_b still in flight: fine.
+        guard.advance(Duration::from_secs(165));
+        assert_eq!(rec.types_for("turn"), ["started"], "at {:?}", guard.now());
+        calls.finished("call_b", CallOutcome::Error).unwrap();
+        assert_eq!(task.status().unwrap().phase, Phase::Idle);
+        guard.advance(Duration::from_secs(10)); // idle applies again
+        assert_eq!(rec.types_for("turn"), ["started", "stalled", "cancelling"]);
+    }
+
+    #[test]
+    fn an_unknown_finish_is_an_error_not_a_panic() {
+        let (_guard, _rec, task) = setup();
+        let calls = ToolCallFeed::new(task.recorder());
+        assert_eq!(
+            calls.finished("nope", CallOutcome::Success),
+            Err(ToolCallError::UnknownCall("nope".into()))
+        );
+        let long = "é".repeat(300);
+        match calls.finished(&long, CallOutcome::Success) {
+            Err(ToolCallError::UnknownCall(id)) => assert!(id.len() <= 256),
+            other => panic!("expected UnknownCall, got {other:?}"),
+        }
+        assert_eq!(calls.unknown_finishes(), 2);
+        assert_eq!(calls.started("", "bash"), Err(ToolCallError::EmptyId));
+        assert_eq!(calls.started("c", ""), Err(ToolCallError::EmptyName));
+        assert_eq!(
+            calls.started(&long, "bash"),
+            Err(ToolCallError::TooLong(600))
+        );
+        calls.started("c", "bash").unwrap();
+        assert_eq!(
+            calls.started("c", "bash"),
+            Err(ToolCallError::AlreadyInFlight("c".into()))
+        );
+        assert_eq!(task.status().unwrap().phase, Phase::Executing { tools: 1 });
+    }
+
+    #[test]
+    fn finish_updates_the_last_call() {
+        // R4.1: absent until observed, then name, outcome and both stamps.
+        let (guard, _rec, task) = setup();
+        let calls = ToolCallFeed::new(task.recorder());
+        assert!(task.last_call().is_none());
+        calls.started("call_1", "bash").unwrap();
+        guard.advance(Duration::from_secs(2));
+        let running = task.last_call().unwrap();
+        assert_eq!((running.id.as_str(), running.outcome), ("call_1", None));
+        calls.finished("call_1", CallOutcome::Cancelled).unwrap();
+        let done = task.last_call().unwrap();
+        assert_eq!(done.outcome, Some(CallOutcome::Cancelled));
+        assert!(done.finished.is_some());
+        assert_eq!(done.started.age, Duration::from_secs(2));
+    }
+}
