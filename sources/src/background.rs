@@ -1,1 +1,254 @@
 //! Background-task records (R5.6).
+//!
+//! A [`BackgroundRecord`] holds what one owner task launched in the
+//! background and still runs (a shell left running, a monitor, a workflow),
+//! and pushes it to the owner after every change, so the owner shows as
+//! `monitoring` (busy, not done) while the record is non-empty (R4.3).
+//! Watching the background tasks' own output is not done here: each is a
+//! task of its own if the runner wants one.
+
+use std::fmt;
+
+use watchdog_core::{BackgroundKind, BackgroundTask, Recorder};
+
+/// The longest background task id accepted, in bytes.
+pub const MAX_ID: usize = 256;
+
+/// The most background tasks one owner's record holds.
+pub const MAX_PER_OWNER: usize = 64;
+
+/// Why a background-task report was refused or only partly applied.
+///
+/// # Examples
+///
+/// ```
+/// use stallguard_sources::background::BackgroundError;
+/// let e = BackgroundError::IdTooLong(300);
+/// assert_eq!(e.to_string(), "background task id is 300 bytes, more than 256");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BackgroundError {
+    /// An empty background task id.
+    #[error("background task id is empty")]
+    EmptyId,
+    /// An id longer than [`MAX_ID`] bytes; not stored.
+    #[error("background task id is {0} bytes, more than 256")]
+    IdTooLong(usize),
+    /// The record already holds [`MAX_PER_OWNER`] tasks: the new one was not
+    /// stored and the owner is marked as running an unnamed task.
+    #[error("owner already records 64 background tasks; `{0}` runs unnamed")]
+    Full(String),
+    /// An end or kill result for a task not in the record.
+    #[error("no background task `{0}` is recorded")]
+    UnknownTask(String),
+    /// An end whose launch id does not match the recorded one; the task
+    /// stays recorded.
+    #[error("background task `{task}` was not launched by `{launch}`")]
+    LaunchMismatch {
+        /// The background task id.
+        task: String,
+        /// The launch id the end named.
+        launch: String,
+    },
+}
+
+/// One owner task's record of the background tasks it launched (R5.6).
+///
+/// Producers: [`launch`](Self::launch), [`inventory`](Self::inventory),
+/// [`end`](Self::end) and [`kill_result`](Self::kill_result). After each
+/// change the record is pushed to the owner with
+/// [`Recorder::set_background`].
+///
+/// # Examples
+///
+/// ```
+/// use stallguard_sources::background::BackgroundRecord;
+/// use watchdog_core::{BackgroundKind, Guard, ManualClock, Profile, TaskState};
+///
+/// let guard = Guard::builder().clock(ManualClock::new()).build();
+/// let turn = guard.start("turn", Profile::default()).unwrap();
+/// let mut bg = BackgroundRecord::new(turn.recorder());
+/// bg.launch("shell-1", "toolu_7", BackgroundKind::Command).unwrap();
+/// assert_eq!(turn.status().unwrap().state, TaskState::Monitoring);
+/// assert!(bg.end("shell-1", "toolu_other").is_err()); // both ids must match
+/// bg.end("shell-1", "toolu_7").unwrap();
+/// assert_eq!(turn.status().unwrap().state, TaskState::Working);
+/// ```
+pub struct BackgroundRecord {
+    recorder: Recorder,
+    /// In launch order; at most [`MAX_PER_OWNER`], so a linear scan is fine.
+    tasks: Vec<BackgroundTask>,
+    unnamed: bool,
+}
+
+impl fmt::Debug for BackgroundRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BackgroundRecord")
+            .field("owner", &self.recorder.id())
+            .field("tasks", &self.tasks.len())
+            .field("unnamed", &self.unnamed)
+            .finish()
+    }
+}
+
+impl BackgroundRecord {
+    /// Creates an empty record for the owner task behind `recorder`.
+    pub fn new(recorder: Recorder) -> Self {
+        BackgroundRecord {
+            recorder,
+            tasks: Vec::new(),
+            unnamed: false,
+        }
+    }
+
+    /// Records that call `launch_id` started background task `id` of `kind`.
+    ///
+    /// Launching an id already recorded replaces its launch id and kind.
+    /// Past [`MAX_PER_OWNER`] the task is not stored, the owner is marked as
+    /// running an unnamed task, and [`BackgroundError::Full`] says so.
+    pub fn launch(
+        &mut self,
+        id: &str,
+        launch_id: &str,
+        kind: BackgroundKind,
+    ) -> Result<(), BackgroundError> {
+        check_id(id)?;
+        check_id(launch_id)?;
+        let result = if let Some(t) = self.find_mut(id) {
+            t.launch_id = Some(launch_id.to_owned());
+            t.kind = kind;
+            Ok(())
+        } else if self.tasks.len() >= MAX_PER_OWNER {
+            self.unnamed = true;
+            Err(BackgroundError::Full(id.to_owned()))
+        } else {
+            self.tasks.push(BackgroundTask {
+                id: id.to_owned(),
+                launch_id: Some(launch_id.to_owned()),
+                kind,
+            });
+            Ok(())
+        };
+        self.push();
+        result
+    }
+
+    /// Replaces the whole record with `items` (id and kind of every
+    /// background task still running), keeping each surviving task's launch
+    /// id; the inventory's kind wins.
+    ///
+    /// Items with a bad id are skipped; items past [`MAX_PER_OWNER`] are not
+    /// stored and mark the owner as running an unnamed task. Otherwise an
+    /// inventory clears that mark: it is the complete list. Returns the
+    /// problems found, empty when every item was stored.
+    pub fn inventory<'a, I>(&mut self, items: I) -> Vec<BackgroundError>
+    where
+        I: IntoIterator<Item = (&'a str, BackgroundKind)>,
+    {
+        let mut problems = Vec::new();
+        let mut next: Vec<BackgroundTask> = Vec::new();
+        let mut unnamed = false;
+        for (id, kind) in items {
+            if let Err(e) = check_id(id) {
+                problems.push(e);
+                continue;
+            }
+            if let Some(t) = next.iter_mut().find(|t| t.id == id) {
+                t.kind = kind; // listed twice: the later entry wins
+                continue;
+            }
+            if next.len() >= MAX_PER_OWNER {
+                unnamed = true;
+                problems.push(BackgroundError::Full(id.to_owned()));
+                continue;
+            }
+            let launch_id = self.find_mut(id).and_then(|t| t.launch_id.take());
+            next.push(BackgroundTask {
+                id: id.to_owned(),
+                launch_id,
+                kind,
+            });
+        }
+        self.tasks = next;
+        self.unnamed = unnamed;
+        self.push();
+        problems
+    }
+
+    /// Retires background task `id`, only if it was launched by call
+    /// `launch_id`: either id alone does not retire it.
+    ///
+    /// A task known only from an inventory has no launch id and cannot be
+    /// retired this way; a kill result or the next inventory retires it.
+    pub fn end(&mut self, id: &str, launch_id: &str) -> Result<(), BackgroundError> {
+        let pos = self.position(id)?;
+        if self.tasks[pos].launch_id.as_deref() != Some(launch_id) {
+            return Err(BackgroundError::LaunchMismatch {
+                task: id.to_owned(),
+                launch: cut(launch_id).to_owned(),
+            });
+        }
+        self.tasks.remove(pos);
+        self.push();
+        Ok(())
+    }
+
+    /// Retires background task `id` after a kill confirmed it ended.
+    pub fn kill_result(&mut self, id: &str) -> Result<(), BackgroundError> {
+        let pos = self.position(id)?;
+        self.tasks.remove(pos);
+        self.push();
+        Ok(())
+    }
+
+    /// Returns the recorded background tasks, in launch order.
+    pub fn tasks(&self) -> &[BackgroundTask] {
+        &self.tasks
+    }
+
+    /// Returns true when a task past the cap runs unnamed.
+    pub fn has_unnamed(&self) -> bool {
+        self.unnamed
+    }
+
+    /// Returns true when nothing is recorded and nothing runs unnamed.
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty() && !self.unnamed
+    }
+
+    fn find_mut(&mut self, id: &str) -> Option<&mut BackgroundTask> {
+        self.tasks.iter_mut().find(|t| t.id == id)
+    }
+
+    fn position(&self, id: &str) -> Result<usize, BackgroundError> {
+        self.tasks
+            .iter()
+            .position(|t| t.id == id)
+            .ok_or_else(|| BackgroundError::UnknownTask(cut(id).to_owned()))
+    }
+
+    fn push(&self) {
+        self.recorder
+            .set_background(self.tasks.clone(), self.unnamed);
+    }
+}
+
+fn check_id(id: &str) -> Result<(), BackgroundError> {
+    if id.is_empty() {
+        Err(BackgroundError::EmptyId)
+    } else if id.len() > MAX_ID {
+        Err(BackgroundError::IdTooLong(id.len()))
+    } else {
+        Ok(())
+    }
+}
+
+/// Cuts an untrusted id for error messages to [`MAX_ID`] bytes.
+fn cut(id: &str) -> &str {
+    let mut end = id.len().min(MAX_ID);
+    while !id.is_char_boundary(end) {
+        end -= 1;
+    }
+    &id[..end]
+}

@@ -1,0 +1,206 @@
+//! Background-task records (R5.6) and the `monitoring` state they put the
+//! owner in (R4.3).
+
+use stallguard_sources::background::{BackgroundError, BackgroundRecord, MAX_PER_OWNER};
+use watchdog_core::{
+    BackgroundKind, BackgroundTask, Guard, ManualClock, Profile, TaskHandle, TaskState,
+};
+
+fn owner() -> (Guard, TaskHandle) {
+    let guard = Guard::builder().clock(ManualClock::new()).build();
+    let task = guard.start("turn", Profile::default()).unwrap();
+    (guard, task)
+}
+
+fn state(task: &TaskHandle) -> TaskState {
+    task.status().unwrap().state
+}
+
+fn pushed(task: &TaskHandle) -> (Vec<BackgroundTask>, bool) {
+    let s = task.status().unwrap();
+    (s.background, s.unnamed_background)
+}
+
+#[test]
+fn a_launch_makes_the_owner_monitoring_until_it_ends() {
+    let (guard, task) = owner();
+    let mut bg = BackgroundRecord::new(task.recorder());
+    assert_eq!(state(&task), TaskState::Working);
+    bg.launch("bash_1", "toolu_1", BackgroundKind::Command)
+        .unwrap();
+    assert_eq!(state(&task), TaskState::Monitoring);
+    assert!(guard.is_busy());
+    let (tasks, unnamed) = pushed(&task);
+    assert_eq!(
+        tasks,
+        [BackgroundTask {
+            id: "bash_1".into(),
+            launch_id: Some("toolu_1".into()),
+            kind: BackgroundKind::Command,
+        }]
+    );
+    assert!(!unnamed);
+    bg.end("bash_1", "toolu_1").unwrap();
+    assert_eq!(state(&task), TaskState::Working);
+    assert!(bg.is_empty());
+}
+
+#[test]
+fn an_end_needs_both_the_task_id_and_the_launch_id() {
+    let (_guard, task) = owner();
+    let mut bg = BackgroundRecord::new(task.recorder());
+    bg.launch("bash_1", "toolu_1", BackgroundKind::Command)
+        .unwrap();
+    bg.launch("bash_2", "toolu_2", BackgroundKind::Monitor)
+        .unwrap();
+    // The right task with another call's launch id: not retired.
+    assert_eq!(
+        bg.end("bash_1", "toolu_2"),
+        Err(BackgroundError::LaunchMismatch {
+            task: "bash_1".into(),
+            launch: "toolu_2".into()
+        })
+    );
+    // A launch id naming no recorded task: not retired either.
+    assert_eq!(
+        bg.end("bash_9", "toolu_1"),
+        Err(BackgroundError::UnknownTask("bash_9".into()))
+    );
+    assert_eq!(pushed(&task).0.len(), 2);
+    bg.end("bash_1", "toolu_1").unwrap();
+    assert_eq!(pushed(&task).0.len(), 1);
+    assert_eq!(state(&task), TaskState::Monitoring);
+}
+
+#[test]
+fn an_inventory_replaces_the_record_keeping_launch_ids_and_taking_its_kinds() {
+    let (_guard, task) = owner();
+    let mut bg = BackgroundRecord::new(task.recorder());
+    bg.launch("a", "toolu_a", BackgroundKind::Unknown).unwrap();
+    bg.launch("b", "toolu_b", BackgroundKind::Command).unwrap();
+    let problems = bg.inventory([
+        ("a", BackgroundKind::Workflow),
+        ("c", BackgroundKind::Monitor),
+    ]);
+    assert!(problems.is_empty(), "{problems:?}");
+    assert_eq!(
+        pushed(&task).0,
+        [
+            BackgroundTask {
+                id: "a".into(),
+                launch_id: Some("toolu_a".into()),
+                kind: BackgroundKind::Workflow,
+            },
+            BackgroundTask {
+                id: "c".into(),
+                launch_id: None,
+                kind: BackgroundKind::Monitor,
+            },
+        ]
+    );
+    // "c" came from the inventory with no launch id: an end cannot verify it.
+    assert!(matches!(
+        bg.end("c", "toolu_c"),
+        Err(BackgroundError::LaunchMismatch { .. })
+    ));
+    // An empty inventory says nothing runs any more.
+    assert!(bg.inventory([]).is_empty());
+    assert_eq!(state(&task), TaskState::Working);
+}
+
+#[test]
+fn a_kill_result_retires_by_task_id() {
+    let (_guard, task) = owner();
+    let mut bg = BackgroundRecord::new(task.recorder());
+    bg.launch("bash_1", "toolu_1", BackgroundKind::Command)
+        .unwrap();
+    assert_eq!(
+        bg.kill_result("bash_2"),
+        Err(BackgroundError::UnknownTask("bash_2".into()))
+    );
+    bg.kill_result("bash_1").unwrap();
+    assert!(pushed(&task).0.is_empty());
+    assert_eq!(state(&task), TaskState::Working);
+}
+
+#[test]
+fn ids_longer_than_256_bytes_are_refused() {
+    let (_guard, task) = owner();
+    let mut bg = BackgroundRecord::new(task.recorder());
+    let ok = "x".repeat(256);
+    let long = "x".repeat(257);
+    bg.launch(&ok, "toolu_1", BackgroundKind::Command).unwrap();
+    assert_eq!(
+        bg.launch(&long, "toolu_2", BackgroundKind::Command),
+        Err(BackgroundError::IdTooLong(257))
+    );
+    assert_eq!(
+        bg.launch("", "toolu_2", BackgroundKind::Command),
+        Err(BackgroundError::EmptyId)
+    );
+    let problems = bg.inventory([
+        (long.as_str(), BackgroundKind::Command),
+        (ok.as_str(), BackgroundKind::Command),
+    ]);
+    assert_eq!(problems, [BackgroundError::IdTooLong(257)]);
+    assert_eq!(bg.tasks().len(), 1);
+    assert!(!bg.has_unnamed());
+}
+
+#[test]
+fn past_64_tasks_a_new_id_runs_unnamed_until_an_inventory_clears_it() {
+    let (_guard, task) = owner();
+    let mut bg = BackgroundRecord::new(task.recorder());
+    for i in 0..MAX_PER_OWNER {
+        bg.launch(
+            &format!("bg_{i}"),
+            &format!("call_{i}"),
+            BackgroundKind::Command,
+        )
+        .unwrap();
+    }
+    assert_eq!(
+        bg.launch("bg_64", "call_64", BackgroundKind::Command),
+        Err(BackgroundError::Full("bg_64".into()))
+    );
+    let (tasks, unnamed) = pushed(&task);
+    assert_eq!(tasks.len(), MAX_PER_OWNER);
+    assert!(!tasks.iter().any(|t| t.id == "bg_64"));
+    assert!(unnamed);
+    // Re-launching a recorded id is not a new id: no error.
+    bg.launch("bg_0", "call_0b", BackgroundKind::Monitor)
+        .unwrap();
+
+    // Ends and kill results do not clear the flag: the unnamed task is
+    // still running as far as anyone knows.
+    for i in 1..MAX_PER_OWNER {
+        bg.kill_result(&format!("bg_{i}")).unwrap();
+    }
+    bg.end("bg_0", "call_0b").unwrap();
+    assert_eq!(pushed(&task), (vec![], true));
+    assert_eq!(state(&task), TaskState::Monitoring);
+    assert!(!bg.is_empty());
+
+    // An inventory is the complete list: it clears the flag.
+    assert!(bg
+        .inventory([("bg_64", BackgroundKind::Command)])
+        .is_empty());
+    assert_eq!(pushed(&task).1, false);
+    assert_eq!(bg.tasks()[0].launch_id, None);
+    assert!(bg.inventory([]).is_empty());
+    assert_eq!(state(&task), TaskState::Working);
+}
+
+#[test]
+fn an_inventory_past_64_items_sets_the_unnamed_flag() {
+    let (_guard, task) = owner();
+    let mut bg = BackgroundRecord::new(task.recorder());
+    let ids: Vec<String> = (0..70).map(|i| format!("bg_{i}")).collect();
+    let problems = bg.inventory(ids.iter().map(|id| (id.as_str(), BackgroundKind::Unknown)));
+    assert_eq!(problems.len(), 6);
+    assert!(problems
+        .iter()
+        .all(|p| matches!(p, BackgroundError::Full(_))));
+    assert_eq!(pushed(&task), (bg.tasks().to_vec(), true));
+    assert_eq!(bg.tasks().len(), MAX_PER_OWNER);
+}
