@@ -1,0 +1,139 @@
+//! The command line (SPEC §8), declared with clap's derive: the doc comments
+//! here are the `--help` text, so they are written for a newcomer.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Runs a command under a watchdog that tells a silent-but-working job from
+/// a dead one.
+#[derive(Debug, Parser)]
+#[command(name = "stallguard", version, about, long_about = None)]
+#[command(after_help = "\
+Examples:
+  stallguard run --idle 3s -- sh -c 'echo working; sleep 30'
+  stallguard run -p ci --deadline 2h --events events.jsonl -- cargo test
+  stallguard check stallguard.toml
+  stallguard list --socket /tmp/sg.sock
+
+Exit status of `run`: the command's own; 124 when stallguard stopped it;
+125 for stallguard's own errors; 126 command not executable; 127 command
+not found; 128+N when the command died of signal N.")]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Run CMD in its own process group and stop it when it goes silent.
+    #[command(after_help = "\
+Examples:
+  stallguard run --idle 3s -- sh -c 'echo working; sleep 30'
+      stopped after 3 s of silence, exit 124
+  stallguard run --idle 10m --deadline 2h --terminate-after 2 -- make test
+      two strikes of 10 min silence (or 2 h in total) before it is stopped
+  stallguard run --terminate-after 0 --events - -- ./long-job
+      never stop it: only report stalls, as JSON lines on stderr
+
+Silence: the command's stdout and stderr (passed through byte for byte) are
+its progress. A program can also send sd_notify datagrams to $NOTIFY_SOCKET:
+WATCHDOG=1 (a heartbeat; it renews only if `renewed-by` lists heartbeat),
+WATCHDOG=trigger, EXTEND_TIMEOUT_USEC=, STATUS=, READY=1.
+
+Escalation: at the stall that reaches --terminate-after, SIGTERM goes to the
+command's process group; after --grace, SIGKILL.
+
+Durations: \"90s\", \"5m\", \"1h 30m\", \"500ms\"; \"off\" disables a budget.")]
+    Run(RunArgs),
+    /// Validate a config file and print each profile's effective budgets.
+    #[command(after_help = "\
+Without FILE, checks ./stallguard.toml if present, else prints the built-in
+defaults. Exit status: 0 when valid, 125 otherwise.")]
+    Check {
+        /// The config file to check.
+        file: Option<PathBuf>,
+    },
+    /// List the tasks a running `stallguard run --socket PATH` watches.
+    List(ControlArgs),
+    /// Describe one task (or all) of a running `stallguard run --socket PATH`.
+    Describe {
+        /// The task's name; every task when left out.
+        task: Option<String>,
+        #[command(flatten)]
+        control: ControlArgs,
+    },
+}
+
+/// Options of `stallguard run`.
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// Config file [default: ./stallguard.toml if present, else built-in defaults].
+    #[arg(short, long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+
+    /// Profile to use: a [profile.NAME] table of the config [default: [defaults]].
+    #[arg(short, long, value_name = "NAME")]
+    pub(crate) profile: Option<String>,
+
+    /// Longest silence allowed (no output, no progress), or "off".
+    #[arg(long, value_name = "D", value_parser = budget)]
+    pub(crate) idle: Option<Budget>,
+
+    /// Total time allowed from the start, never renewed, or "off".
+    #[arg(long, value_name = "D", value_parser = budget)]
+    pub(crate) deadline: Option<Budget>,
+
+    /// Interval of `heartbeat` events while silent (--events), or "off"/0.
+    #[arg(long, value_name = "D", value_parser = budget)]
+    pub(crate) heartbeat: Option<Budget>,
+
+    /// Stall number that stops the command; 0 only reports stalls.
+    #[arg(long, value_name = "N")]
+    pub(crate) terminate_after: Option<u32>,
+
+    /// Time between SIGTERM and SIGKILL.
+    #[arg(long, value_name = "D", value_parser = duration)]
+    pub(crate) grace: Option<Duration>,
+
+    /// Write events as JSON lines to PATH ("-" for stderr), flushed per event.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) events: Option<String>,
+
+    /// Serve the control socket at PATH (read it with `stallguard list`).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) socket: Option<PathBuf>,
+
+    /// The command to run, and its arguments (after `--`).
+    #[arg(required = true, trailing_var_arg = true, value_name = "CMD")]
+    pub(crate) command: Vec<std::ffi::OsString>,
+}
+
+/// Options shared by `list` and `describe`.
+#[derive(Debug, Args)]
+pub(crate) struct ControlArgs {
+    /// The control socket of a running `stallguard run --socket PATH`.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) socket: PathBuf,
+
+    /// Print JSON, for machines.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// A budget flag's value: a duration, or `None` for "off".
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Budget(pub(crate) Option<Duration>);
+
+fn budget(s: &str) -> Result<Budget, String> {
+    stallguard::config::parse_budget(s).map(Budget)
+}
+
+fn duration(s: &str) -> Result<Duration, String> {
+    match stallguard::config::parse_budget(s)? {
+        Some(d) => Ok(d),
+        None => Err("this duration cannot be \"off\" (use \"0s\")".into()),
+    }
+}

@@ -1,0 +1,120 @@
+//! `stallguard check [FILE]` (R7.3): validate a config and print each
+//! profile's effective budgets, one column per profile.
+
+use std::path::{Path, PathBuf};
+
+use stallguard::config::{Config, ConfigError, DEFAULTS_NAME};
+use stallguard::Profile;
+
+/// The config file `run` and `check` read when none is named.
+pub(crate) const DEFAULT_FILE: &str = "stallguard.toml";
+
+/// Loads `file`, or `./stallguard.toml` if present, or the built-in defaults.
+pub(crate) fn load(file: Option<&Path>) -> Result<Config, ConfigError> {
+    match file {
+        Some(path) => Config::load(path),
+        None if Path::new(DEFAULT_FILE).exists() => Config::load(DEFAULT_FILE),
+        None => Ok(Config::default()),
+    }
+}
+
+/// Runs `check`; returns the process exit status.
+pub(crate) fn run(file: Option<PathBuf>) -> u8 {
+    let config = match load(file.as_deref()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("stallguard: {e}");
+            return super::EXIT_ERROR;
+        }
+    };
+    let mut columns: Vec<(String, Profile)> = Vec::new();
+    let names = std::iter::once(None).chain(config.profile_names().into_iter().map(Some));
+    for name in names {
+        match config.profile(name) {
+            Ok(p) => columns.push((name.unwrap_or(DEFAULTS_NAME).to_owned(), p)),
+            Err(e) => {
+                eprintln!("stallguard: {e}");
+                return super::EXIT_ERROR;
+            }
+        }
+    }
+    let n = config.profile_names().len();
+    println!(
+        "{}: ok, [defaults] and {n} profile{}",
+        config.origin(),
+        if n == 1 { "" } else { "s" }
+    );
+    println!();
+    print!("{}", table(&columns));
+    0
+}
+
+/// Renders profiles as a table: one row per key, one column per profile.
+pub(crate) fn table(columns: &[(String, Profile)]) -> String {
+    let rows: Vec<(&str, Vec<String>)> = Config::keys()
+        .iter()
+        .map(|key| (*key, columns.iter().map(|(_, p)| value(p, key)).collect()))
+        .collect();
+    let key_width = Config::keys().iter().map(|k| k.len()).max().unwrap_or(0);
+    let widths: Vec<usize> = columns
+        .iter()
+        .enumerate()
+        .map(|(i, (name, _))| {
+            rows.iter()
+                .map(|(_, vals)| vals[i].len())
+                .chain([name.len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    let mut line = |first: &str, cells: &mut dyn Iterator<Item = String>| {
+        let mut l = format!("{first:key_width$}");
+        for (cell, w) in cells.zip(&widths) {
+            l.push_str(&format!("  {cell:w$}"));
+        }
+        out.push_str(l.trim_end());
+        out.push('\n');
+    };
+    line("", &mut columns.iter().map(|(n, _)| n.clone()));
+    for (key, vals) in rows {
+        line(key, &mut vals.into_iter());
+    }
+    out
+}
+
+/// Renders one key of an effective profile as a person reads it, saying
+/// what "off" falls back to where it falls back.
+fn value(p: &Profile, key: &str) -> String {
+    let d = |v: Option<std::time::Duration>| match v {
+        Some(d) => humantime::format_duration(d).to_string(),
+        None => "off".into(),
+    };
+    match key {
+        "idle" => d(p.idle),
+        "execution" => match p.execution {
+            Some(_) => d(p.execution_budget()),
+            None => format!("= idle ({})", d(p.idle)),
+        },
+        "startup" => match p.startup {
+            Some(_) => d(p.startup),
+            None => format!("= idle ({})", d(p.idle)),
+        },
+        "deadline" => d(p.deadline),
+        "max-deadline" => d(p.max_deadline),
+        "liveness" => d(p.liveness),
+        "renewed-by" => p
+            .renewed_by
+            .iter()
+            .map(|k| k.as_str())
+            .collect::<Vec<_>>()
+            .join(","),
+        "terminate-after" if p.terminate_after == 0 => "0 (notify only)".into(),
+        "terminate-after" => p.terminate_after.to_string(),
+        "grace-period" => d(Some(p.grace_period)),
+        "heartbeat-interval" => d(p.heartbeat_interval),
+        "long-running-after" => d(p.long_running_after),
+        "notify-only" => p.notify_only.to_string(),
+        _ => String::new(),
+    }
+}

@@ -1,0 +1,191 @@
+//! `stallguard list` and `stallguard describe` (R6.5): read a control socket
+//! and print rows a person can read, or the JSON snapshots with `--json`.
+
+use serde_json::Value;
+use stallguard::sinks::control::client;
+
+use super::args::ControlArgs;
+use super::EXIT_ERROR;
+
+/// Runs `list`; returns the exit status.
+pub(crate) fn list(args: &ControlArgs) -> u8 {
+    match client::list(&args.socket) {
+        Ok(tasks) if args.json => print_json(&Value::Array(tasks)),
+        Ok(tasks) => {
+            print!("{}", rows(&tasks));
+            0
+        }
+        Err(e) => fail(&e),
+    }
+}
+
+/// Runs `describe`: one task by name, or every task.
+pub(crate) fn describe(task: Option<&str>, args: &ControlArgs) -> u8 {
+    let tasks = match task {
+        Some(name) => client::describe(&args.socket, name).map(|t| vec![t]),
+        None => client::list(&args.socket),
+    };
+    match tasks {
+        Ok(tasks) if args.json => print_json(&Value::Array(tasks)),
+        Ok(tasks) => {
+            for (i, t) in tasks.iter().enumerate() {
+                if i > 0 {
+                    println!();
+                }
+                print!("{}", details(t));
+            }
+            0
+        }
+        Err(e) => fail(&e),
+    }
+}
+
+fn fail(e: &dyn std::fmt::Display) -> u8 {
+    eprintln!("stallguard: {e}");
+    EXIT_ERROR
+}
+
+fn print_json(v: &Value) -> u8 {
+    match serde_json::to_string_pretty(v) {
+        Ok(s) => {
+            println!("{s}");
+            0
+        }
+        Err(e) => fail(&e),
+    }
+}
+
+/// One row per task: name, state, elapsed, phase, silence, strikes.
+pub(crate) fn rows(tasks: &[Value]) -> String {
+    let header = [
+        "TASK",
+        "STATE",
+        "ELAPSED",
+        "PHASE",
+        "LAST OUTPUT",
+        "STRIKES",
+    ];
+    let mut table: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
+    for t in tasks {
+        table.push(vec![
+            text(&t["name"]),
+            text(&t["state"]),
+            ms(&t["elapsed_ms"]),
+            phase(t),
+            t.get("last_output_age_ms")
+                .map_or_else(|| "none yet".into(), |v| format!("{} ago", ms(v))),
+            text(&t["strikes"]),
+        ]);
+    }
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| table.iter().map(|r| r[i].len()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for row in table {
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:w$}"))
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    if tasks.is_empty() {
+        out.push_str("(no live tasks)\n");
+    }
+    out
+}
+
+/// Every field of one task, one per line.
+pub(crate) fn details(t: &Value) -> String {
+    let mut out = format!("{} ({})\n", text(&t["name"]), text(&t["state"]));
+    let mut field = |k: &str, v: String| out.push_str(&format!("  {k:<14} {v}\n"));
+    field("started", text(&t["started_at"]));
+    field("elapsed", ms(&t["elapsed_ms"]));
+    field("phase", phase(t));
+    if let Some(step) = t.get("last_step") {
+        field("last step", text(step));
+    }
+    if let Some(call) = t.get("last_call") {
+        field(
+            "last call",
+            format!("{} ({})", text(&call["name"]), text(&call["id"])),
+        );
+    }
+    field(
+        "last output",
+        t.get("last_output_age_ms")
+            .map_or_else(|| "none yet".into(), |v| format!("{} ago", ms(v))),
+    );
+    field(
+        "output",
+        format!(
+            "{} bytes, {} lines",
+            text(&t["total_bytes"]),
+            text(&t["total_lines"])
+        ),
+    );
+    field(
+        "strikes",
+        format!(
+            "{} (stalls: {})",
+            text(&t["strikes"]),
+            text(&t["stall_count"])
+        ),
+    );
+    if let Some(budgets) = t["budgets"].as_array() {
+        for b in budgets {
+            let active = if b["active"].as_bool() == Some(true) {
+                " (active)"
+            } else {
+                ""
+            };
+            field(
+                &format!("budget {}", text(&b["budget"])),
+                format!(
+                    "{} left of {}{active}",
+                    ms(&b["remaining_ms"]),
+                    ms(&b["limit_ms"])
+                ),
+            );
+        }
+    }
+    match t.get("children").and_then(Value::as_array) {
+        Some(children) => {
+            for c in children {
+                field(
+                    "child",
+                    format!(
+                        "{}[{}] {}",
+                        text(&c["name"]),
+                        text(&c["pid"]),
+                        text(&c["state"])
+                    ),
+                );
+            }
+        }
+        None => field("children", "unknown".into()),
+    }
+    out
+}
+
+fn phase(t: &Value) -> String {
+    match t["phase"].as_str() {
+        Some("executing") => format!("executing {} tools", text(&t["tools"])),
+        Some(p) => p.to_owned(),
+        None => "-".into(),
+    }
+}
+
+fn text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".into(),
+        other => other.to_string(),
+    }
+}
+
+fn ms(v: &Value) -> String {
+    v.as_u64()
+        .map_or_else(|| "-".into(), |ms| format!("{:.1}s", ms as f64 / 1000.0))
+}

@@ -1,0 +1,225 @@
+//! The CLI's own sinks: one clear stderr line per verdict for the person
+//! watching (R8.1), and the flag that remembers stallguard stopped the
+//! command, which turns its exit status into 124 (R8.2). Also the text of
+//! the live status line (R8.4).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use stallguard::{
+    Budget, ChildInfo, Delivery, Event, EventKind, ProcState, Profile, Sink, SinkError, TaskStatus,
+};
+
+use super::console::Console;
+
+/// Remembers that the guard dispatched a cancel (stall, deadline, liveness,
+/// trigger): the command was stopped by stallguard, not by itself.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct StopFlag(Arc<AtomicBool>);
+
+impl StopFlag {
+    /// Returns true once a `cancelling` event was emitted.
+    pub(crate) fn stopped(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+impl Sink for StopFlag {
+    fn on_event(&self, event: &Event) -> Result<(), SinkError> {
+        if matches!(event.kind, EventKind::Cancelling { .. }) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+
+    // An atomic store never blocks: deliver before the cancel's own
+    // dispatch returns, so the exit status cannot miss it.
+    fn delivery(&self) -> Delivery {
+        Delivery::Inline
+    }
+
+    fn name(&self) -> &str {
+        "stop-flag"
+    }
+}
+
+/// Prints one line to stderr per verdict: which budget, how long silent,
+/// and the suspect children (R8.1), then what stallguard does about it.
+#[derive(Debug)]
+pub(crate) struct VerdictLines {
+    pub(crate) console: Arc<Console>,
+    pub(crate) profile: Profile,
+}
+
+impl Sink for VerdictLines {
+    fn on_event(&self, event: &Event) -> Result<(), SinkError> {
+        if let Some(line) = verdict_line(&self.profile, &event.kind) {
+            self.console.line(&line);
+        }
+        Ok(())
+    }
+
+    fn name(&self) -> &str {
+        "stderr-lines"
+    }
+}
+
+/// Renders the stderr line for an event, or `None` for events a person
+/// watching the command need not see.
+pub(crate) fn verdict_line(profile: &Profile, kind: &EventKind) -> Option<String> {
+    let line = match kind {
+        EventKind::Stalled {
+            budget,
+            strike,
+            terminate_after,
+            silent,
+            last_step,
+            children,
+            ..
+        } => {
+            let limit = match budget {
+                Budget::Idle => profile.idle_budget(),
+                Budget::Execution => profile.execution_budget(),
+                Budget::Startup => profile.startup_budget(),
+            };
+            let mut l = format!("stallguard: {budget} budget");
+            if let Some(limit) = limit {
+                l.push_str(&format!(" {}", humantime::format_duration(limit)));
+            }
+            l.push_str(&format!(" exceeded: no output for {}", secs(*silent)));
+            match terminate_after {
+                0 => l.push_str(&format!(" (strike {strike}, notify only)")),
+                t => l.push_str(&format!(" (strike {strike} of {t})")),
+            }
+            if let Some(step) = last_step {
+                l.push_str(&format!("; last step: {step}"));
+            }
+            if let Some(children) = children {
+                l.push_str(&format!("; suspects: {}", suspects(children)));
+            }
+            l
+        }
+        EventKind::DeadlineExceeded { reason } => {
+            format!("stallguard: deadline exceeded: {reason}")
+        }
+        EventKind::LivenessLost { reason } => format!("stallguard: liveness lost: {reason}"),
+        EventKind::Triggered { reason } => {
+            format!("stallguard: the command reported a fault: {reason}")
+        }
+        EventKind::Recovered { silent } => {
+            format!(
+                "stallguard: output resumed after {} of silence",
+                secs(*silent)
+            )
+        }
+        EventKind::Cancelling { signal, .. } => {
+            format!("stallguard: stopping the command ({signal} to its process group)")
+        }
+        EventKind::Killed { signal } => format!(
+            "stallguard: still running after the {} grace period: {signal}",
+            humantime::format_duration(profile.grace_period)
+        ),
+        _ => return None,
+    };
+    Some(line)
+}
+
+/// Renders suspect children as `grep[1234] D (io_schedule)`.
+fn suspects(children: &[ChildInfo]) -> String {
+    let named: Vec<String> = children
+        .iter()
+        .filter(|c| c.is_suspect())
+        .map(|c| {
+            let state = match c.state {
+                ProcState::Running => "R",
+                ProcState::Sleeping => "S",
+                ProcState::DiskWait => "D",
+                ProcState::Zombie => "Z",
+                ProcState::Stopped => "T",
+                _ => "?",
+            };
+            let mut s = format!("{}[{}] {state}", c.name, c.pid);
+            if let Some(w) = c.wchan.as_deref().filter(|w| !w.is_empty() && *w != "0") {
+                s.push_str(&format!(" ({w})"));
+            }
+            if c.cpu_delta_ms == Some(0) {
+                s.push_str(" no cpu");
+            }
+            s
+        })
+        .collect();
+    if named.is_empty() {
+        "none".into()
+    } else {
+        named.join(", ")
+    }
+}
+
+/// Renders the live status line (R8.4).
+pub(crate) fn status_line(status: &TaskStatus, profile: &Profile) -> String {
+    let silence = profile
+        .renewed_by
+        .iter()
+        .filter_map(|k| status.last_of(k).map(|s| s.age))
+        .min()
+        .unwrap_or(status.elapsed);
+    let output = status
+        .last_output_age
+        .map_or_else(|| "none yet".to_owned(), |a| format!("{} ago", secs(a)));
+    let strikes = match profile.terminate_after {
+        0 => format!("{}", status.strikes),
+        t => format!("{}/{t}", status.strikes),
+    };
+    format!(
+        "stallguard: {} elapsed | silent {} | last output {output} | strikes {strikes}",
+        secs(status.elapsed),
+        secs(silence),
+    )
+}
+
+/// Renders a duration as seconds with one decimal, `3.0s`.
+fn secs(d: Duration) -> String {
+    format!("{:.1}s", d.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stall_line_names_budget_silence_and_suspects() {
+        let grep = ChildInfo {
+            pid: 1234,
+            name: "grep".into(),
+            state: ProcState::DiskWait,
+            wchan: Some("io_schedule".into()),
+            started_unix_ms: None,
+            cpu_ms: 3,
+            cpu_delta_ms: None,
+        };
+        let busy = ChildInfo {
+            pid: 99,
+            name: "cc".into(),
+            state: ProcState::Running,
+            wchan: None,
+            started_unix_ms: None,
+            cpu_ms: 900,
+            cpu_delta_ms: Some(400),
+        };
+        let kind = EventKind::Stalled {
+            budget: Budget::Idle,
+            strike: 1,
+            terminate_after: 1,
+            silent: Duration::from_secs(3),
+            last_step: None,
+            children: Some(vec![grep, busy]),
+        };
+        let profile = Profile::default().idle(Duration::from_secs(3));
+        assert_eq!(
+            verdict_line(&profile, &kind).unwrap(),
+            "stallguard: idle budget 3s exceeded: no output for 3.0s (strike 1 of 1); \
+             suspects: grep[1234] D (io_schedule)"
+        );
+    }
+}

@@ -1,0 +1,405 @@
+//! `stallguard run [OPTIONS] -- CMD [ARGS...]` (R8.1–R8.4): one task around
+//! one command in its own process group.
+//!
+//! Threads: two blocking pumps copy the command's stdout and stderr to ours
+//! through counting readers (each read is an `output` signal); one thread
+//! waits for the command; the main thread runs a small current-thread tokio
+//! runtime for SIGINT/SIGTERM forwarding and the status line. Verdicts come
+//! from the guard's own driver thread (R6.3), never from this runtime.
+
+use std::ffi::OsString;
+use std::io::{self, Read};
+use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use stallguard::sinks::control::ControlServer;
+use stallguard::sinks::jsonl::JsonLinesSink;
+use stallguard::sinks::process::ProcessSink;
+use stallguard::sources::notify::NotifySocket;
+use stallguard::sources::output::CountingReader;
+use stallguard::{Guard, Outcome, Profile, Recorder, Sink};
+
+use super::args::RunArgs;
+use super::console::{Console, Stream};
+use super::report::{status_line, StopFlag, VerdictLines};
+use super::{check, EXIT_ERROR, EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_STOPPED};
+
+/// How long to keep copying output after the command exited, for
+/// grandchildren that still hold its pipes open.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
+/// How long isolated sinks (the events file) get to catch up before exit.
+const FLUSH_BOUND: Duration = Duration::from_secs(5);
+
+/// Runs `run`; returns the process exit status (R8.2).
+pub(crate) fn run(args: RunArgs) -> u8 {
+    match Run::prepare(args) {
+        Ok(run) => run.execute(),
+        Err(message) => {
+            eprintln!("stallguard: {message}");
+            EXIT_ERROR
+        }
+    }
+}
+
+/// Everything checked before the command starts: a mistake here exits 125
+/// and the command never runs (R8.2).
+struct Run {
+    profile: Profile,
+    command: Vec<OsString>,
+    events: Option<Box<dyn Sink>>,
+    socket: Option<PathBuf>,
+    status_line: bool,
+}
+
+impl Run {
+    fn prepare(args: RunArgs) -> Result<Run, String> {
+        let config = check::load(args.config.as_deref()).map_err(|e| e.to_string())?;
+        let mut profile = config
+            .profile(args.profile.as_deref())
+            .map_err(|e| e.to_string())?;
+        // Flags override the config (R8.1).
+        if let Some(b) = args.idle {
+            profile.idle = b.0;
+        }
+        if let Some(b) = args.deadline {
+            profile.deadline = b.0;
+        }
+        if let Some(b) = args.heartbeat {
+            profile.heartbeat_interval = b.0.filter(|d| !d.is_zero());
+        }
+        if let Some(n) = args.terminate_after {
+            profile.terminate_after = n;
+        }
+        if let Some(d) = args.grace {
+            profile.grace_period = d;
+        }
+        profile.validate().map_err(|e| {
+            let flag = match e.key {
+                "idle" => "--idle",
+                "deadline" => "--deadline",
+                "heartbeat-interval" => "--heartbeat",
+                "terminate-after" => "--terminate-after",
+                "grace-period" => "--grace",
+                other => other,
+            };
+            format!("{flag} is {}, expected {}", e.found, e.expected)
+        })?;
+        let events: Option<Box<dyn Sink>> = match args.events.as_deref() {
+            None => None,
+            Some("-") => Some(Box::new(JsonLinesSink::stderr())),
+            Some(path) => Some(Box::new(
+                JsonLinesSink::create(path).map_err(|e| format!("--events: {e}"))?,
+            )),
+        };
+        // R8.4: a live line only on a terminal, and not when JSON lines share
+        // stderr with it.
+        let status_line =
+            io::IsTerminal::is_terminal(&io::stderr()) && args.events.as_deref() != Some("-");
+        Ok(Run {
+            profile,
+            command: args.command,
+            events,
+            socket: args.socket,
+            status_line,
+        })
+    }
+
+    fn execute(self) -> u8 {
+        let console = Arc::new(Console::new(self.status_line));
+        let stop = StopFlag::default();
+        let mut builder = Guard::builder()
+            .sink(stop.clone())
+            .sink(ProcessSink::new())
+            .sink(VerdictLines {
+                console: Arc::clone(&console),
+                profile: self.profile.clone(),
+            });
+        if let Some(events) = self.events {
+            builder = builder.sink(events);
+        }
+        let guard = builder.build();
+
+        // Signals are caught before the command starts, so a SIGTERM that
+        // arrives early is forwarded, not fatal to us alone.
+        let runtime = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(rt) => rt,
+            Err(e) => {
+                eprintln!("stallguard: cannot start the signal runtime: {e}");
+                return EXIT_ERROR;
+            }
+        };
+        let signals = runtime.block_on(async {
+            use tokio::signal::unix::{signal, SignalKind};
+            Ok::<_, io::Error>((
+                signal(SignalKind::interrupt())?,
+                signal(SignalKind::terminate())?,
+            ))
+        });
+        let (mut sigint, mut sigterm) = match signals {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("stallguard: cannot catch SIGINT/SIGTERM: {e}");
+                return EXIT_ERROR;
+            }
+        };
+
+        let notify = NotifyPlace::create();
+        let program = &self.command[0];
+        let mut command = Command::new(program);
+        command
+            .args(&self.command[1..])
+            .process_group(0)
+            .stdin(Stdio::inherit())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(place) = &notify {
+            command.env("NOTIFY_SOCKET", &place.path);
+        }
+        let mut child = match command.spawn() {
+            Ok(c) => c,
+            Err(e) => {
+                let name = program.to_string_lossy();
+                return if e.kind() == io::ErrorKind::NotFound {
+                    eprintln!("stallguard: {name}: command not found");
+                    EXIT_NOT_FOUND
+                } else {
+                    eprintln!("stallguard: {name}: cannot execute: {e}");
+                    EXIT_NOT_EXECUTABLE
+                };
+            }
+        };
+        let pid = child.id();
+        let name = task_name(program);
+        let task = match guard.start_process(name.clone(), self.profile.clone(), pid) {
+            Ok(t) => t,
+            Err(e) => {
+                // Unreachable with a validated profile; never leave the
+                // command running unwatched.
+                eprintln!("stallguard: cannot watch the command: {e}");
+                let _ = nix::sys::signal::killpg(
+                    nix::unistd::Pid::from_raw(pid as i32),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+                let _ = child.wait();
+                return EXIT_ERROR;
+            }
+        };
+
+        // The socket is bound right after the spawn because the task (and
+        // its recorder) needs the pid for its `started` event (R8.3); a
+        // datagram sent in the first instants of the command is lost, which
+        // sd_notify clients tolerate. See the report on the core's API.
+        let _notify_socket = notify.as_ref().and_then(|place| {
+            NotifySocket::bind(&place.path, task.recorder())
+                .map_err(|e| console.line(&format!("stallguard: no NOTIFY_SOCKET: {e}")))
+                .ok()
+        });
+        // TODO(R5.5): attach stallguard_sources::procs::ProcessSampler through
+        // task.set_children_probe once that source lands; until then stall
+        // lines carry no suspects (children are "unknown", not "none").
+        let _control = self.socket.as_ref().and_then(|path| {
+            ControlServer::bind(path, guard.clone())
+                .map_err(|e| console.line(&format!("stallguard: no control socket: {e}")))
+                .ok()
+        });
+
+        let (done_tx, done_rx) = mpsc::channel::<()>();
+        let mut pumps = 0;
+        if let Some(out) = child.stdout.take() {
+            pumps += 1;
+            pump(
+                out,
+                task.recorder(),
+                &console,
+                Stream::Stdout,
+                done_tx.clone(),
+            );
+        }
+        if let Some(err) = child.stderr.take() {
+            pumps += 1;
+            pump(
+                err,
+                task.recorder(),
+                &console,
+                Stream::Stderr,
+                done_tx.clone(),
+            );
+        }
+        drop(done_tx);
+
+        let (exit_tx, exit_rx) = tokio::sync::oneshot::channel::<io::Result<ExitStatus>>();
+        let waiter = std::thread::Builder::new()
+            .name("stallguard-wait".into())
+            .spawn(move || {
+                let _ = exit_tx.send(child.wait());
+            });
+        if let Err(e) = waiter {
+            eprintln!("stallguard: cannot wait for the command: {e}");
+            return EXIT_ERROR;
+        }
+
+        let status = runtime.block_on(async {
+            let mut exit_rx = exit_rx;
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+            loop {
+                tokio::select! {
+                    status = &mut exit_rx => break status,
+                    _ = sigint.recv() => forward(pid, nix::sys::signal::Signal::SIGINT),
+                    _ = sigterm.recv() => forward(pid, nix::sys::signal::Signal::SIGTERM),
+                    _ = tick.tick(), if console.has_status_line() => {
+                        if let Some(s) = guard.status(&name) {
+                            console.status(&status_line(&s, &self.profile));
+                        }
+                    }
+                }
+            }
+        });
+
+        // Let the pumps finish the command's last bytes; grandchildren that
+        // keep the pipes open get a bounded wait, not a hang.
+        let drain_until = std::time::Instant::now() + DRAIN_AFTER_EXIT;
+        for _ in 0..pumps {
+            let left = drain_until.saturating_duration_since(std::time::Instant::now());
+            if done_rx.recv_timeout(left).is_err() {
+                break;
+            }
+        }
+        console.clear_status();
+
+        let code = match status {
+            Ok(Ok(status)) => {
+                let stopped = stop.stopped();
+                let (outcome, code) = settle(status, stopped);
+                let _ = task.finish(outcome, status.code(), status.signal());
+                code
+            }
+            Ok(Err(e)) => {
+                console.line(&format!("stallguard: cannot wait for the command: {e}"));
+                task.finish_failed();
+                EXIT_ERROR
+            }
+            Err(_) => {
+                console.line("stallguard: lost track of the command");
+                task.finish_failed();
+                EXIT_ERROR
+            }
+        };
+        drop(task);
+        if !guard.flush(FLUSH_BOUND) {
+            console.line("stallguard: some event sinks did not finish writing");
+        }
+        drop(notify);
+        code
+    }
+}
+
+/// Maps the command's end to the task's outcome and our exit status (R8.2).
+fn settle(status: ExitStatus, stopped_by_us: bool) -> (Outcome, u8) {
+    if stopped_by_us {
+        return (Outcome::Cancelled, EXIT_STOPPED);
+    }
+    match (status.code(), status.signal()) {
+        (Some(0), _) => (Outcome::Completed, 0),
+        (Some(c), _) => (Outcome::Failed, u8::try_from(c & 0xff).unwrap_or(1)),
+        (None, Some(sig)) => (Outcome::Failed, u8::try_from(128 + sig).unwrap_or(255)),
+        (None, None) => (Outcome::Failed, EXIT_ERROR),
+    }
+}
+
+/// Forwards a signal stallguard received to the command's process group.
+fn forward(pgid: u32, sig: nix::sys::signal::Signal) {
+    let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid as i32), sig);
+}
+
+/// Copies one of the command's streams to ours on a thread of its own,
+/// unchanged and flushed per read; each read is an `output` signal (R5.1).
+fn pump(
+    from: impl Read + Send + 'static,
+    recorder: Recorder,
+    console: &Arc<Console>,
+    to: Stream,
+    done: mpsc::Sender<()>,
+) {
+    let console = Arc::clone(console);
+    let spawned = std::thread::Builder::new()
+        .name(format!("stallguard-{to:?}").to_lowercase())
+        .spawn(move || {
+            let mut reader = CountingReader::new(from, recorder);
+            let mut buf = vec![0u8; 64 * 1024];
+            let mut writable = true;
+            loop {
+                match reader.read(&mut buf) {
+                    Ok(0) => break,
+                    // If our own stream is closed, keep draining the
+                    // command's so it never blocks on a full pipe.
+                    Ok(n) if writable => writable = console.command_output(to, &buf[..n]).is_ok(),
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+            let _ = done.send(());
+        });
+    if let Err(e) = spawned {
+        console_error(&e);
+    }
+}
+
+fn console_error(e: &io::Error) {
+    eprintln!("stallguard: cannot copy the command's output: {e}");
+}
+
+/// Names the task after the command's file name (`sh`, `cargo`).
+fn task_name(program: &OsString) -> String {
+    Path::new(program)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "command".into())
+}
+
+/// An owner-only directory for the command's `NOTIFY_SOCKET`, removed on drop.
+struct NotifyPlace {
+    dir: PathBuf,
+    path: PathBuf,
+}
+
+impl NotifyPlace {
+    fn create() -> Option<NotifyPlace> {
+        let base = std::env::temp_dir();
+        for attempt in 0..16u32 {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos());
+            let dir = base.join(format!(
+                "stallguard-{}-{nanos:x}-{attempt}",
+                std::process::id()
+            ));
+            match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+                Ok(()) => {
+                    let path = dir.join("notify.sock");
+                    return Some(NotifyPlace { dir, path });
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(_) => return None,
+            }
+        }
+        None
+    }
+}
+
+impl Drop for NotifyPlace {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}

@@ -1,0 +1,283 @@
+//! The TOML configuration (SPEC §7): a `[defaults]` table and named
+//! `[profile.NAME]` tables, merged key by key over the built-in defaults
+//! shipped as `stallguard.default.toml`, and validated with the ranges of
+//! [`Profile::validate`]. Turning a profile into a running guard is the
+//! CLI's job, not this module's.
+
+mod elements;
+mod error;
+mod raw;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::OnceLock;
+
+use watchdog_core::Profile;
+
+pub use error::{ConfigError, ConfigErrorKind, Location};
+use raw::{RawConfig, RawProfile, PROFILE_KEYS, TOP_KEYS};
+
+/// The shipped default config: the built-in defaults and their documentation.
+pub const DEFAULT_TOML: &str = include_str!("../../stallguard.default.toml");
+
+/// The name [`Config::profile`] gives the `[defaults]` table.
+pub const DEFAULTS_NAME: &str = "defaults";
+
+/// A loaded, validated config: the `[defaults]` table and every named
+/// profile, each known to produce a valid [`Profile`].
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use stallguard::config::Config;
+///
+/// let text = r#"
+/// [defaults]
+/// idle = "90s"
+///
+/// [profile.ci]
+/// deadline = "1h 30m"
+/// "#;
+/// let config = Config::from_str(text, "stallguard.toml").unwrap();
+/// let ci = config.profile(Some("ci")).unwrap();
+/// assert_eq!(ci.idle, Some(Duration::from_secs(90))); // inherited from [defaults]
+/// assert_eq!(ci.deadline, Some(Duration::from_secs(5400)));
+/// assert_eq!(config.profile_names(), ["ci"]);
+/// assert!(config.profile(Some("nightly")).unwrap_err().to_string().contains("known profiles: ci"));
+/// ```
+#[derive(Clone, Debug)]
+pub struct Config {
+    origin: String,
+    defaults: RawProfile,
+    profiles: BTreeMap<String, RawProfile>,
+}
+
+impl Default for Config {
+    /// The built-in defaults, with no named profiles.
+    fn default() -> Self {
+        Config {
+            origin: "<built-in defaults>".into(),
+            defaults: RawProfile::default(),
+            profiles: BTreeMap::new(),
+        }
+    }
+}
+
+impl Config {
+    /// Reads and validates the config file at `path`.
+    ///
+    /// Errors name the file; see [`Config::from_str`].
+    pub fn load(path: impl AsRef<Path>) -> Result<Config, ConfigError> {
+        let path = path.as_ref();
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError::new(&origin, ConfigErrorKind::Read(e)))?;
+        Config::from_str(&text, &origin)
+    }
+
+    /// Parses and validates config `text`; `origin` names it in errors
+    /// (usually the file name).
+    ///
+    /// Every table is checked here, not only the one a run picks, so a
+    /// mistake in a rarely used profile surfaces at `stallguard check`.
+    #[allow(clippy::should_implement_trait)] // two arguments: not FromStr
+    pub fn from_str(text: &str, origin: &str) -> Result<Config, ConfigError> {
+        let raw = parse(text, origin)?;
+        let config = Config {
+            origin: origin.to_owned(),
+            defaults: raw.defaults,
+            profiles: raw.profile,
+        };
+        let locate = |table: &RawProfile, path: String, e: watchdog_core::ProfileError| {
+            let span = table.span_of(e.key);
+            let mut e = e;
+            // Show the value as the user wrote it: humantime would render
+            // "40days" as "1month 9days 13h 26m 24s".
+            if let Some(written) = span.as_ref().and_then(|s| text.get(s.clone())) {
+                e.found = written.trim().trim_matches('"').to_owned();
+            }
+            let key = e.key;
+            let mut err = ConfigError::new(origin, ConfigErrorKind::OutOfRange(e));
+            if let Some(span) = span {
+                err.location = Some(Location::of_offset(text, span.start));
+                err.key = Some(format!("{path}.{key}"));
+            }
+            err
+        };
+        let defaults = config.defaults_profile();
+        if let Err(e) = defaults.validate() {
+            return Err(locate(&config.defaults, DEFAULTS_NAME.into(), e));
+        }
+        for (name, table) in &config.profiles {
+            let mut p = defaults.clone();
+            table.apply(&mut p);
+            if let Err(e) = p.validate() {
+                // Point at the table that set the refused key: the profile
+                // if it did, else [defaults] (a cross-key rule such as
+                // deadline <= max-deadline can be broken by the mix).
+                return Err(if table.span_of(e.key).is_some() {
+                    locate(table, format!("profile.{name}"), e)
+                } else {
+                    locate(&config.defaults, DEFAULTS_NAME.into(), e)
+                });
+            }
+        }
+        Ok(config)
+    }
+
+    /// Returns the file (or origin name) this config came from.
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+
+    /// Returns the effective profile `name` (`None` for `[defaults]`):
+    /// built-in defaults, overridden by `[defaults]`, overridden by
+    /// `[profile.NAME]`.
+    ///
+    /// An unknown name is an error that lists the known ones.
+    pub fn profile(&self, name: Option<&str>) -> Result<Profile, ConfigError> {
+        let mut p = self.defaults_profile();
+        if let Some(name) = name {
+            let table = self.profiles.get(name).ok_or_else(|| {
+                ConfigError::new(
+                    &self.origin,
+                    ConfigErrorKind::UnknownProfile {
+                        name: name.to_owned(),
+                        known: self.profiles.keys().cloned().collect(),
+                    },
+                )
+            })?;
+            table.apply(&mut p);
+        }
+        Ok(p)
+    }
+
+    /// Returns the names of the `[profile.NAME]` tables, sorted.
+    pub fn profile_names(&self) -> Vec<&str> {
+        self.profiles.keys().map(String::as_str).collect()
+    }
+
+    /// Returns every kebab-case key a profile table accepts.
+    pub fn keys() -> &'static [&'static str] {
+        PROFILE_KEYS
+    }
+
+    fn defaults_profile(&self) -> Profile {
+        let mut p = builtin().clone();
+        self.defaults.apply(&mut p);
+        p
+    }
+}
+
+/// Parses a duration as the CLI flags take it: humantime (`"90s"`,
+/// `"1h 30m"`) or `"off"` (`None`).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use stallguard::config::parse_budget;
+/// assert_eq!(parse_budget("90s"), Ok(Some(Duration::from_secs(90))));
+/// assert_eq!(parse_budget("off"), Ok(None));
+/// assert!(parse_budget("soon").unwrap_err().contains("expected a duration"));
+/// ```
+pub fn parse_budget(s: &str) -> Result<Option<std::time::Duration>, String> {
+    if s.trim() == "off" {
+        return Ok(None);
+    }
+    elements::parse_duration(s)
+        .map(Some)
+        .map_err(|e| format!("{e}, expected {}, or \"off\"", elements::DURATION_EXPECTED))
+}
+
+/// Returns the built-in profile, parsed from [`DEFAULT_TOML`].
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(*stallguard::config::builtin(), watchdog_core::Profile::default());
+/// ```
+pub fn builtin() -> &'static Profile {
+    static BUILTIN: OnceLock<Profile> = OnceLock::new();
+    BUILTIN.get_or_init(|| {
+        let raw = parse(DEFAULT_TOML, "stallguard.default.toml")
+            .unwrap_or_else(|e| panic!("the embedded default config is broken: {e}"));
+        let mut p = Profile::default();
+        raw.defaults.apply(&mut p);
+        p
+    })
+}
+
+/// Parses TOML into the raw tables, mapping every failure to a located,
+/// key-pathed error.
+fn parse(text: &str, origin: &str) -> Result<RawConfig, ConfigError> {
+    let located = |span: Option<std::ops::Range<usize>>, kind| {
+        let mut e = ConfigError::new(origin, kind);
+        e.location = span.map(|s| Location::of_offset(text, s.start));
+        e
+    };
+    let de = toml::de::Deserializer::parse(text)
+        .map_err(|e| located(e.span(), ConfigErrorKind::Syntax(e.message().to_owned())))?;
+    serde_path_to_error::deserialize::<_, RawConfig>(de).map_err(|e| {
+        // toml::Spanned shows up as a private field in the path: drop it.
+        let path = e
+            .path()
+            .to_string()
+            .split('.')
+            .filter(|seg| !seg.starts_with("$__"))
+            .collect::<Vec<_>>()
+            .join(".");
+        let inner = e.into_inner();
+        let message = with_key_hint(inner.message(), &path);
+        let mut err = located(inner.span(), ConfigErrorKind::Invalid(message));
+        err.key = (path != "." && !path.is_empty()).then_some(path);
+        err
+    })
+}
+
+/// Rewrites serde's "unknown field" message into one that names the valid
+/// keys and suggests the closest (R7.2: a typo must not pass silently).
+fn with_key_hint(message: &str, path: &str) -> String {
+    let Some(rest) = message.strip_prefix("unknown field `") else {
+        return message.to_owned();
+    };
+    let typo = rest.split('`').next().unwrap_or_default();
+    // An unknown key directly under the root or under `profile` is a table
+    // name; anything deeper is a profile key.
+    let depth = path
+        .split('.')
+        .filter(|s| !s.is_empty() && *s != "?")
+        .count();
+    let top_level = depth <= 1 && !path.starts_with("defaults") && !path.starts_with("profile.");
+    let valid: &[&str] = if top_level { TOP_KEYS } else { PROFILE_KEYS };
+    let what = if top_level { "table" } else { "key" };
+    let mut out = format!("unknown {what} `{typo}`");
+    if let Some(hint) = error::closest(typo, valid.iter().copied()) {
+        out.push_str(&format!(" (did you mean `{hint}`?)"));
+    }
+    if top_level {
+        out.push_str("; expected [defaults] or [profile.NAME]");
+    } else {
+        out.push_str(&format!("; expected one of {}", valid.join(", ")));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // R7.1: the shipped default file sets every key, so it documents them all.
+    #[test]
+    fn default_file_sets_every_key() {
+        let raw = parse(DEFAULT_TOML, "default").unwrap();
+        for key in PROFILE_KEYS {
+            assert!(
+                raw.defaults.span_of(key).is_some(),
+                "{key} is not in stallguard.default.toml"
+            );
+        }
+        assert!(raw.profile.is_empty());
+    }
+}

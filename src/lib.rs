@@ -1,0 +1,32 @@
+//! stallguard: an embedded watchdog that tells a silent-but-working job from
+//! a dead one.
+//!
+//! This facade re-exports the engine ([`watchdog_core`], also as
+//! [`core`]), its [`sources`] and [`sinks`], and adds the TOML
+//! [`config`] (SPEC §7). The `stallguard` binary (SPEC §8) is built on it.
+//!
+//! # Examples
+//!
+//! ```
+//! use stallguard::config::Config;
+//!
+//! let config = Config::from_str("[defaults]\nidle = \"90s\"\n", "stallguard.toml").unwrap();
+//! let profile = config.profile(None).unwrap();
+//! let guard = stallguard::Guard::builder().clock(stallguard::ManualClock::new()).build();
+//! let task = guard.start("job", profile).unwrap();
+//! task.finish_completed();
+//! ```
+
+#![warn(
+    missing_docs,
+    missing_debug_implementations,
+    unreachable_pub,
+    rust_2018_idioms
+)]
+
+pub mod config;
+
+pub use stallguard_sinks as sinks;
+pub use stallguard_sources as sources;
+pub use watchdog_core as core;
+pub use watchdog_core::*;
