@@ -1,1 +1,258 @@
 //! MCP progress notifications (R5.8).
+//!
+//! [`McpProgress`] takes JSON-RPC messages as they arrive from an MCP server
+//! and renews the task when a `notifications/progress` value rises for its
+//! progress token (R2.6). Every other message is ignored; malformed ones are
+//! counted typed rejections. Sending progress tokens with requests, and
+//! ending a task when its request completes, is the runner's business.
+//!
+//! Rises are judged per token: two requests in flight each count their own
+//! progress. The core's [`Recorder::progress`] keeps one maximum per task,
+//! so when a token rises below another token's high-water mark the adapter
+//! records the `progress` signal directly. The first value seen for a token
+//! counts as a rise. At most [`MAX_TOKENS`] tokens are tracked; only a
+//! keyed 64-bit hash of each is kept, whatever its length.
+
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+use std::fmt;
+use std::hash::{BuildHasher, RandomState};
+
+use serde_json::Value;
+use watchdog_core::{Recorder, SignalKind};
+
+/// The most progress tokens tracked at once; see [`McpProgress::forget`].
+pub const MAX_TOKENS: usize = 1024;
+
+/// Why a message did not renew the task; every rejection is counted.
+///
+/// # Examples
+///
+/// ```
+/// use stallguard_sources::mcp::McpRejection;
+/// assert_eq!(McpRejection::NotRising.to_string(), "progress did not rise for its token");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpRejection {
+    /// Not JSON (or not UTF-8).
+    #[error("not valid JSON")]
+    InvalidJson,
+    /// Not a JSON-RPC 2.0 message (no `"jsonrpc": "2.0"`, not an object, or
+    /// an empty batch).
+    #[error("not a JSON-RPC 2.0 message")]
+    NotJsonRpc,
+    /// `params` missing or not an object.
+    #[error("progress notification has no params object")]
+    MalformedParams,
+    /// `progressToken` missing or neither a string nor a number.
+    #[error("progressToken must be a string or a number")]
+    BadToken,
+    /// `progress` missing, not a number, negative or not finite.
+    #[error("progress must be a finite non-negative number")]
+    BadProgress,
+    /// `progress` equal to or below the token's last value (R2.6).
+    #[error("progress did not rise for its token")]
+    NotRising,
+    /// [`MAX_TOKENS`] tokens are tracked already.
+    #[error("too many progress tokens tracked")]
+    TooManyTokens,
+}
+
+impl McpRejection {
+    /// Every reason, in counter order.
+    pub const ALL: [McpRejection; 7] = [
+        McpRejection::InvalidJson,
+        McpRejection::NotJsonRpc,
+        McpRejection::MalformedParams,
+        McpRejection::BadToken,
+        McpRejection::BadProgress,
+        McpRejection::NotRising,
+        McpRejection::TooManyTokens,
+    ];
+}
+
+/// What an accepted message did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Step {
+    /// Progress rose for its token: the task was renewed.
+    Renewed,
+    /// Not a progress notification: nothing renewed, nothing counted.
+    Ignored,
+}
+
+/// Renews a task on rising MCP progress notifications (R5.8).
+///
+/// # Examples
+///
+/// ```
+/// use stallguard_sources::mcp::{McpProgress, McpRejection, Step};
+/// use watchdog_core::{Guard, ManualClock, Profile};
+///
+/// let guard = Guard::builder().clock(ManualClock::new()).build();
+/// let task = guard.start("tool-call", Profile::default()).unwrap();
+/// let mut mcp = McpProgress::new(task.recorder());
+/// let note = |p: u32| format!(
+///     r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":"t1","progress":{p},"total":100}}}}"#
+/// );
+/// assert_eq!(mcp.feed(&note(10)), Ok(Step::Renewed));
+/// assert_eq!(mcp.feed(&note(10)), Err(McpRejection::NotRising));
+/// assert_eq!(mcp.feed(&note(11)), Ok(Step::Renewed));
+/// assert_eq!(mcp.feed(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#), Ok(Step::Ignored));
+/// assert_eq!(mcp.rejections(McpRejection::NotRising), 1);
+/// ```
+pub struct McpProgress {
+    recorder: Recorder,
+    hasher: RandomState,
+    /// Last value per token hash.
+    tokens: HashMap<u64, f64>,
+    counts: [u64; McpRejection::ALL.len()],
+}
+
+impl fmt::Debug for McpProgress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let counts: Vec<_> = McpRejection::ALL
+            .into_iter()
+            .filter(|r| self.rejections(*r) != 0)
+            .map(|r| (r, self.rejections(r)))
+            .collect();
+        f.debug_struct("McpProgress")
+            .field("task", &self.recorder.id())
+            .field("tokens", &self.tokens.len())
+            .field("rejections", &counts)
+            .finish()
+    }
+}
+
+impl McpProgress {
+    /// Creates an adapter renewing `recorder`'s task.
+    pub fn new(recorder: Recorder) -> Self {
+        McpProgress {
+            recorder,
+            hasher: RandomState::new(),
+            tokens: HashMap::new(),
+            counts: [0; McpRejection::ALL.len()],
+        }
+    }
+
+    /// Feeds one JSON-RPC message as text.
+    pub fn feed(&mut self, message: &str) -> Result<Step, McpRejection> {
+        self.feed_bytes(message.as_bytes())
+    }
+
+    /// Feeds one JSON-RPC message as raw bytes; invalid UTF-8 is
+    /// [`McpRejection::InvalidJson`].
+    pub fn feed_bytes(&mut self, message: &[u8]) -> Result<Step, McpRejection> {
+        match serde_json::from_slice::<Value>(message) {
+            Ok(v) => self.feed_value(&v),
+            Err(_) => Err(self.reject(McpRejection::InvalidJson)),
+        }
+    }
+
+    /// Feeds one parsed JSON-RPC message or batch. In a batch, the result is
+    /// [`Step::Renewed`] if any notification renewed, else its first
+    /// rejection; each rejection is counted.
+    pub fn feed_value(&mut self, message: &Value) -> Result<Step, McpRejection> {
+        match message {
+            Value::Array(batch) if !batch.is_empty() => {
+                let mut first_err = None;
+                let mut renewed = false;
+                for m in batch {
+                    match self.one(m) {
+                        Ok(Step::Renewed) => renewed = true,
+                        Ok(Step::Ignored) => {}
+                        Err(e) => {
+                            first_err.get_or_insert(e);
+                        }
+                    }
+                }
+                match (renewed, first_err) {
+                    (true, _) => Ok(Step::Renewed),
+                    (false, Some(e)) => Err(e),
+                    (false, None) => Ok(Step::Ignored),
+                }
+            }
+            m => self.one(m),
+        }
+    }
+
+    /// Stops tracking `token` (a string or number), as when its request
+    /// completed; returns whether it was tracked.
+    pub fn forget(&mut self, token: &Value) -> bool {
+        token_key(&self.hasher, token).is_some_and(|k| self.tokens.remove(&k).is_some())
+    }
+
+    /// Returns how many tokens are tracked.
+    pub fn tokens(&self) -> usize {
+        self.tokens.len()
+    }
+
+    /// Returns how many times `reason` was counted.
+    pub fn rejections(&self, reason: McpRejection) -> u64 {
+        self.counts[reason as usize]
+    }
+
+    /// Returns the sum of every rejection counter.
+    pub fn total_rejections(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    fn one(&mut self, m: &Value) -> Result<Step, McpRejection> {
+        self.progress(m).map_err(|r| self.reject(r))
+    }
+
+    fn progress(&mut self, m: &Value) -> Result<Step, McpRejection> {
+        if m.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+            return Err(McpRejection::NotJsonRpc);
+        }
+        if m.get("method").and_then(Value::as_str) != Some("notifications/progress") {
+            return Ok(Step::Ignored);
+        }
+        let params = m
+            .get("params")
+            .filter(|p| p.is_object())
+            .ok_or(McpRejection::MalformedParams)?;
+        let key = params
+            .get("progressToken")
+            .and_then(|t| token_key(&self.hasher, t))
+            .ok_or(McpRejection::BadToken)?;
+        let value = params
+            .get("progress")
+            .and_then(Value::as_f64)
+            .filter(|v| v.is_finite() && *v >= 0.0)
+            .ok_or(McpRejection::BadProgress)?;
+        let tracked = self.tokens.len();
+        match self.tokens.entry(key) {
+            Entry::Occupied(last) if value <= *last.get() => return Err(McpRejection::NotRising),
+            Entry::Occupied(mut last) => {
+                last.insert(value);
+            }
+            Entry::Vacant(_) if tracked >= MAX_TOKENS => return Err(McpRejection::TooManyTokens),
+            Entry::Vacant(slot) => {
+                slot.insert(value);
+            }
+        }
+        if !self.recorder.progress(value) {
+            // Rose for this token, not above another token's value.
+            self.recorder.signal(SignalKind::Progress);
+        }
+        Ok(Step::Renewed)
+    }
+
+    fn reject(&mut self, reason: McpRejection) -> McpRejection {
+        let c = &mut self.counts[reason as usize];
+        *c = c.saturating_add(1);
+        tracing::trace!(task = %self.recorder.id(), reason = %reason, "mcp message rejected");
+        reason
+    }
+}
+
+/// Hashes a string or number token; strings and numbers never collide.
+fn token_key(hasher: &RandomState, token: &Value) -> Option<u64> {
+    match token {
+        Value::String(s) => Some(hasher.hash_one((0u8, s.as_str()))),
+        // serde_json prints a number the same way each time it is parsed.
+        Value::Number(n) => Some(hasher.hash_one((1u8, n.to_string()))),
+        _ => None,
+    }
+}
