@@ -350,6 +350,13 @@ impl Inner {
     /// Re-arms one task's timer after its state changed; finished tasks
     /// leave the registry here, so no tick can follow their `finished`.
     fn rearm(&self, s: &mut Scheduler, id: TaskId) {
+        self.rearm_after(s, id, Nanos::ZERO);
+    }
+
+    /// Like [`Inner::rearm`], but never earlier than `floor`: a timer just
+    /// evaluated at `e` re-arms after `e`, so the driver cannot spin even if
+    /// a rule forgot to move its own due instant.
+    fn rearm_after(&self, s: &mut Scheduler, id: TaskId, floor: Nanos) {
         let Some(t) = s.tasks.get_mut(&id) else {
             return;
         };
@@ -359,7 +366,7 @@ impl Inner {
             s.names.remove(&name);
             return;
         }
-        let due = t.next_due();
+        let due = t.next_due().map(|d| d.max(floor));
         if due == t.armed {
             return;
         }
@@ -391,7 +398,7 @@ impl Inner {
             }
             t.armed = None;
             t.evaluate(due, &mut out);
-            self.rearm(s, id);
+            self.rearm_after(s, id, Nanos::from_nanos(due.as_nanos() + 1));
         }
         self.dispatch.push(out.items);
     }
@@ -410,6 +417,15 @@ impl Inner {
             let mut out = Out::new(&*self.clock);
             t.sync(now, &mut out);
             let r = f(t, now, &mut out);
+            // An operation can make a verdict due at once (a tool finish
+            // that hands a long silence back to the idle budget): take it
+            // now, not back-dated to when it would have been due.
+            for _ in 0..4 {
+                match t.next_due() {
+                    Some(due) if due <= now => t.evaluate(now, &mut out),
+                    _ => break,
+                }
+            }
             self.rearm(&mut s, id);
             self.dispatch.push(out.items);
             r

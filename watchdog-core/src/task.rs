@@ -227,7 +227,9 @@ impl TaskCtl {
                 self.life = Life::Working;
                 self.strikes = 0;
                 self.cell.set_flag(STALLED, false);
-                let silent = lr.saturating_since(self.silent_since);
+                // Active silence: time spent paused is not silence (R2.8).
+                let upto = self.paused_at.map_or(lr, |p| lr.min(p));
+                let silent = upto.saturating_since(self.silent_since);
                 self.emit(out, e, EventKind::Recovered { silent });
             }
         }
@@ -575,7 +577,9 @@ impl TaskCtl {
         let Some(current) = self.deadline_at else {
             return Err(GuardError::NoDeadline(self.name.to_string()));
         };
-        let wanted = current.max(e + by);
+        // While paused the deadline is frozen at the pause; measuring the
+        // extension from there keeps it in active time (R2.8).
+        let wanted = current.max(self.paused_at.unwrap_or(e) + by);
         let total = wanted
             .saturating_since(self.start)
             .saturating_sub(self.paused_total);
