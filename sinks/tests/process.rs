@@ -111,6 +111,10 @@ fn sigterm_ends_a_cooperative_group_without_a_kill() {
         rec.types_for("sleep"),
         ["started", "stalled", "cancelling", "finished"]
     );
+    // The report is settled on the sink's thread right after the signal,
+    // so it can trail the child's death: wait for it.
+    let term = procs.wait_for(|r| r.signal == GroupSignal::Term, PATIENCE);
+    assert!(term.is_some());
     let reports = procs.reports();
     assert_eq!(reports.len(), 1, "{reports:?}");
     assert_eq!(reports[0].signal, GroupSignal::Term);
