@@ -185,7 +185,7 @@ fn past_64_tasks_a_new_id_runs_unnamed_until_an_inventory_clears_it() {
     assert!(bg
         .inventory([("bg_64", BackgroundKind::Command)])
         .is_empty());
-    assert_eq!(pushed(&task).1, false);
+    assert!(!pushed(&task).1);
     assert_eq!(bg.tasks()[0].launch_id, None);
     assert!(bg.inventory([]).is_empty());
     assert_eq!(state(&task), TaskState::Working);

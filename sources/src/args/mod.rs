@@ -509,7 +509,7 @@ fn json_index(v: Option<&serde_json::Value>) -> Result<u64, Rejection> {
 }
 
 /// Reads a JSON string field.
-fn json_str<'a>(v: Option<&'a serde_json::Value>) -> Result<&'a str, Rejection> {
+fn json_str(v: Option<&serde_json::Value>) -> Result<&str, Rejection> {
     v.and_then(serde_json::Value::as_str)
         .ok_or(Rejection::MalformedEvent)
 }

@@ -217,7 +217,7 @@ fn timestamp(v: Option<&Value>) -> Result<i64, Parse> {
     };
     match (n.as_i64(), n.as_u64()) {
         (Some(s), _) if s < 0 => Err(Parse(Rejection::NegativeTimestamp)),
-        (Some(s), _) if s <= i64::MAX / PER_SECOND - 1 => Ok(s),
+        (Some(s), _) if s < i64::MAX / PER_SECOND => Ok(s),
         _ => Err(Parse(Rejection::BadTimestamp)),
     }
 }
