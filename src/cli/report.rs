@@ -92,7 +92,12 @@ pub(crate) fn verdict_line(profile: &Profile, kind: &EventKind) -> Option<String
                 0 => l.push_str(&format!(" (strike {strike}, notify only)")),
                 t => l.push_str(&format!(" (strike {strike} of {t})")),
             }
-            if let Some(step) = last_step {
+            // The core's fallback step ("last signal: output") repeats
+            // what "no output for" already says; a STATUS= step does not.
+            if let Some(step) = last_step
+                .as_ref()
+                .filter(|s| !s.starts_with("last signal: output"))
+            {
                 l.push_str(&format!("; last step: {step}"));
             }
             if let Some(children) = children {

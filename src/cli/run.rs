@@ -22,6 +22,7 @@ use stallguard::sinks::jsonl::JsonLinesSink;
 use stallguard::sinks::process::ProcessSink;
 use stallguard::sources::notify::NotifySocket;
 use stallguard::sources::output::CountingReader;
+use stallguard::sources::procs::ProcessSampler;
 use stallguard::{Guard, Outcome, Profile, Recorder, Sink};
 
 use super::args::RunArgs;
@@ -202,9 +203,14 @@ impl Run {
                 .map_err(|e| console.line(&format!("stallguard: no NOTIFY_SOCKET: {e}")))
                 .ok()
         });
-        // TODO(R5.5): attach stallguard_sources::procs::ProcessSampler through
-        // task.set_children_probe once that source lands; until then stall
-        // lines carry no suspects (children are "unknown", not "none").
+        // R5.5: sample the descendants so stall lines name suspects. The
+        // interval is half the shortest silence budget, within 1 s..=15 s
+        // (15 s is R5.5's default): with a 3 s budget, two samples (and so
+        // a CPU delta) exist by the time the stall is judged.
+        let _sampler =
+            ProcessSampler::spawn(pid, sample_interval(&self.profile), Some(task.recorder()))
+                .map_err(|e| console.line(&format!("stallguard: no process sampling: {e}")))
+                .ok();
         let _control = self.socket.as_ref().and_then(|path| {
             ControlServer::bind(path, guard.clone())
                 .map_err(|e| console.line(&format!("stallguard: no control socket: {e}")))
@@ -313,6 +319,16 @@ fn settle(status: ExitStatus, stopped_by_us: bool) -> (Outcome, u8) {
         (None, Some(sig)) => (Outcome::Failed, u8::try_from(128 + sig).unwrap_or(255)),
         (None, None) => (Outcome::Failed, EXIT_ERROR),
     }
+}
+
+/// Picks the process-sampling interval for a profile (see `execute`).
+fn sample_interval(p: &Profile) -> Duration {
+    let shortest = [p.idle_budget(), p.execution_budget(), p.startup_budget()]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(Duration::from_secs(30));
+    (shortest / 2).clamp(Duration::from_secs(1), Duration::from_secs(15))
 }
 
 /// Forwards a signal stallguard received to the command's process group.
