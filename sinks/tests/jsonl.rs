@@ -470,10 +470,7 @@ struct FullDisk;
 
 impl Write for FullDisk {
     fn write(&mut self, _: &[u8]) -> io::Result<usize> {
-        Err(io::Error::new(
-            io::ErrorKind::StorageFull,
-            "no space left on device",
-        ))
+        Err(io::Error::other("no space left on device"))
     }
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
