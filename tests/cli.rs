@@ -497,3 +497,34 @@ fn run_help_lists_every_flag_with_examples() {
         assert!(help.contains(flag), "{flag} missing from:\n{help}");
     }
 }
+
+// R2.4, R3.4, R8.2: the deadline stops even a command with flowing output.
+#[test]
+fn deadline_stops_a_busy_command_with_124() {
+    let dir = tempfile::tempdir().unwrap();
+    let ev = dir.path().join("events.jsonl");
+    let out = run(
+        dir.path(),
+        &[
+            "run",
+            "--deadline",
+            "1s",
+            "--events",
+            ev.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            "while :; do echo x; sleep 0.1; done",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(124), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("deadline exceeded"),
+        "{}",
+        stderr(&out)
+    );
+    let t = types(&events(&ev));
+    assert!(t.contains(&"deadline_exceeded".to_owned()), "{t:?}");
+    assert!(!t.contains(&"stalled".to_owned()), "{t:?}");
+    assert_eq!(t.last().map(String::as_str), Some("finished"));
+}
