@@ -49,6 +49,14 @@ pub enum GuardError {
         /// The call id given.
         call: String,
     },
+    /// A tool start named a call already in flight (R5.3).
+    #[error("task `{task}` already has tool call `{call}` in flight")]
+    DuplicateCall {
+        /// The task.
+        task: String,
+        /// The call id given.
+        call: String,
+    },
     /// `extend` on a task without a deadline (R2.9).
     #[error("task `{0}` has no deadline to extend")]
     NoDeadline(String),

@@ -169,17 +169,29 @@ pub enum EventKind {
     /// Outbound liveness for headless consumers (R3.7).
     Heartbeat {
         /// Age of the last output; absent before any output.
-        #[serde(rename = "last_output_age_ms", with = "opt_ms", skip_serializing_if = "Option::is_none")]
+        #[serde(
+            rename = "last_output_age_ms",
+            with = "opt_ms",
+            skip_serializing_if = "Option::is_none"
+        )]
         last_output_age: Option<Duration>,
         /// Lines of output so far.
         total_lines: u64,
         /// Bytes of output so far.
         total_bytes: u64,
         /// Time left on the current silence budget; absent when off.
-        #[serde(rename = "idle_remaining_ms", with = "opt_ms", skip_serializing_if = "Option::is_none")]
+        #[serde(
+            rename = "idle_remaining_ms",
+            with = "opt_ms",
+            skip_serializing_if = "Option::is_none"
+        )]
         idle_remaining: Option<Duration>,
         /// The deadline, if any, measured from the start.
-        #[serde(rename = "deadline_ms", with = "opt_ms", skip_serializing_if = "Option::is_none")]
+        #[serde(
+            rename = "deadline_ms",
+            with = "opt_ms",
+            skip_serializing_if = "Option::is_none"
+        )]
         deadline: Option<Duration>,
     },
     /// A silence budget ran out (R3.1).

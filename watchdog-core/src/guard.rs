@@ -101,7 +101,9 @@ impl GuardBuilder {
                 Ok(handle) => {
                     let _ = inner.driver.set(handle.thread().clone());
                 }
-                Err(e) => tracing::error!(error = %e, "could not start the stallguard driver thread"),
+                Err(e) => {
+                    tracing::error!(error = %e, "could not start the stallguard driver thread")
+                }
             }
         }
         Guard {
@@ -178,7 +180,11 @@ impl Guard {
     /// Starts watching a task named `name` with `profile`.
     ///
     /// Fails if the profile is invalid or a live task has the same name.
-    pub fn start(&self, name: impl Into<String>, profile: Profile) -> Result<TaskHandle, GuardError> {
+    pub fn start(
+        &self,
+        name: impl Into<String>,
+        profile: Profile,
+    ) -> Result<TaskHandle, GuardError> {
         self.start_inner(name.into(), Arc::new(profile), None)
     }
 
@@ -280,7 +286,11 @@ impl Guard {
         let inner = &self.owner.inner;
         let s = inner.sched.lock();
         let now = inner.clock.now();
-        let mut all: Vec<_> = s.tasks.values().map(|t| t.status(now, &*inner.clock)).collect();
+        let mut all: Vec<_> = s
+            .tasks
+            .values()
+            .map(|t| t.status(now, &*inner.clock))
+            .collect();
         all.sort_by_key(|t| t.id);
         all
     }
@@ -538,8 +548,12 @@ impl Recorder {
     }
 
     /// Records a progress value; it counts only when it rises above every
-    /// earlier value (R2.6). Returns whether it did. Negative and non-finite
-    /// values never count.
+    /// earlier value of this task (R2.6). Returns whether it did. Negative
+    /// and non-finite values never count.
+    ///
+    /// One task has one progress scale here. A source with several scales
+    /// (MCP progress tokens) judges "rose" per scale itself and records
+    /// `signal(SignalKind::Progress)` when one does.
     pub fn progress(&self, value: f64) -> bool {
         let rose = self.cell.raise_progress(value);
         if rose {
@@ -550,15 +564,18 @@ impl Recorder {
 
     /// Records the start of tool call `id` running tool `name` (R5.3): a
     /// `tool-call` signal, and the execution budget while any is in flight.
+    /// An id already in flight is refused (the signal still counts).
     pub fn tool_started(&self, id: &str, name: &str) -> Result<(), GuardError> {
-        self.cell.record(SignalKind::ToolCall, self.inner.clock.now());
+        self.cell
+            .record(SignalKind::ToolCall, self.inner.clock.now());
         self.slow(|t, now, _| t.tool_started(now, id, name))
     }
 
     /// Records the end of tool call `id` (R5.3); an id not in flight is an
     /// error, and nothing changes.
     pub fn tool_finished(&self, id: &str, outcome: CallOutcome) -> Result<(), GuardError> {
-        self.cell.record(SignalKind::ToolCall, self.inner.clock.now());
+        self.cell
+            .record(SignalKind::ToolCall, self.inner.clock.now());
         self.slow(|t, now, _| t.tool_finished(now, id, outcome))
     }
 
@@ -656,7 +673,9 @@ impl Recorder {
     pub fn status(&self) -> Option<TaskStatus> {
         let s = self.inner.sched.lock();
         let now = self.inner.clock.now();
-        s.tasks.get(&self.id).map(|t| t.status(now, &*self.inner.clock))
+        s.tasks
+            .get(&self.id)
+            .map(|t| t.status(now, &*self.inner.clock))
     }
 
     #[cold]

@@ -180,7 +180,10 @@ impl Profile {
         for (key, v) in silence {
             check(key, v, MS, MONTH, "1ms..=30days")?;
         }
-        for (key, v) in [("deadline", self.deadline), ("max-deadline", self.max_deadline)] {
+        for (key, v) in [
+            ("deadline", self.deadline),
+            ("max-deadline", self.max_deadline),
+        ] {
             check(key, v, MS, YEAR, "1ms..=365days")?;
         }
         check(

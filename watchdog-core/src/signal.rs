@@ -139,7 +139,9 @@ impl KindSet {
 
     /// Iterates the kinds in the set, in slot order.
     pub fn iter(self) -> impl Iterator<Item = SignalKind> {
-        SignalKind::ALL.into_iter().filter(move |k| self.contains(*k))
+        SignalKind::ALL
+            .into_iter()
+            .filter(move |k| self.contains(*k))
     }
 }
 

@@ -495,9 +495,20 @@ impl TaskCtl {
         due
     }
 
-    pub(crate) fn tool_started(&mut self, e: Nanos, id: &str, name: &str) -> Result<(), GuardError> {
+    pub(crate) fn tool_started(
+        &mut self,
+        e: Nanos,
+        id: &str,
+        name: &str,
+    ) -> Result<(), GuardError> {
         if self.life == Life::Finished {
             return Err(self.settling_error());
+        }
+        if self.in_flight.iter().any(|c| c.id == id) {
+            return Err(GuardError::DuplicateCall {
+                task: self.name.to_string(),
+                call: id.to_owned(),
+            });
         }
         let call = CallRecord {
             id: id.to_owned(),
@@ -532,7 +543,11 @@ impl TaskCtl {
         };
         let mut call = self.in_flight.remove(pos);
         call.finished = Some((e, outcome));
-        self.step = Some(format!("tool \"{}\" finished ({})", call.name, outcome_str(outcome)));
+        self.step = Some(format!(
+            "tool \"{}\" finished ({})",
+            call.name,
+            outcome_str(outcome)
+        ));
         self.last_call = Some(call);
         Ok(())
     }
@@ -600,7 +615,12 @@ impl TaskCtl {
     }
 
     /// R2.10: the task's own fault is a cancel with its reason.
-    pub(crate) fn trigger(&mut self, e: Nanos, reason: &str, out: &mut Out<'_>) -> Result<(), GuardError> {
+    pub(crate) fn trigger(
+        &mut self,
+        e: Nanos,
+        reason: &str,
+        out: &mut Out<'_>,
+    ) -> Result<(), GuardError> {
         if self.is_settling() {
             return Err(self.settling_error());
         }
@@ -688,7 +708,10 @@ impl TaskCtl {
             .silence_budget()
             .map(|(_, limit)| limit.saturating_sub(active.saturating_since(self.silence_from())));
         EventKind::Heartbeat {
-            last_output_age: self.cell.last(SignalKind::Output).map(|t| e.saturating_since(t)),
+            last_output_age: self
+                .cell
+                .last(SignalKind::Output)
+                .map(|t| e.saturating_since(t)),
             total_lines: self.cell.lines.load(std::sync::atomic::Ordering::Relaxed),
             total_bytes: self.cell.bytes.load(std::sync::atomic::Ordering::Relaxed),
             idle_remaining,
@@ -733,8 +756,12 @@ impl TaskCtl {
             silence(Budget::Execution, self.profile.execution_budget());
         }
         if let (Some(limit), Some(t)) = (self.profile.deadline, self.deadline_at) {
-            let total = t.saturating_since(self.start).saturating_sub(self.paused_total);
-            let used = active.saturating_since(self.start).saturating_sub(self.paused_total);
+            let total = t
+                .saturating_since(self.start)
+                .saturating_sub(self.paused_total);
+            let used = active
+                .saturating_since(self.start)
+                .saturating_sub(self.paused_total);
             budgets.push(BudgetStatus {
                 budget: "deadline",
                 limit: total.max(limit),

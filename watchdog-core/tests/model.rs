@@ -295,7 +295,9 @@ impl Model {
             }
             Op::ToolStart(_, c) => {
                 self.renew(t, SignalKind::ToolCall);
-                self.in_flight.push(c);
+                if !self.in_flight.contains(&c) {
+                    self.in_flight.push(c);
+                }
             }
             Op::ToolFinish(_, c) => {
                 self.renew(t, SignalKind::ToolCall);
@@ -437,7 +439,10 @@ fn apply(task: &TaskHandle, op: &Op) {
 fn run(specs: &[Spec], ops: &[Op]) -> Result<(), TestCaseError> {
     let clock = ManualClock::new();
     let rec = RecordingSink::new();
-    let guard = Guard::builder().clock(clock.clone()).sink(rec.clone()).build();
+    let guard = Guard::builder()
+        .clock(clock.clone())
+        .sink(rec.clone())
+        .build();
     let tasks: Vec<TaskHandle> = specs
         .iter()
         .enumerate()
@@ -480,7 +485,13 @@ fn opt(range: std::ops::RangeInclusive<u64>) -> impl Strategy<Value = Option<u64
 
 fn spec() -> impl Strategy<Value = Spec> {
     (
-        (opt(3..=30), opt(3..=60), opt(3..=40), opt(10..=120), opt(10..=200)),
+        (
+            opt(3..=30),
+            opt(3..=60),
+            opt(3..=40),
+            opt(10..=120),
+            opt(10..=200),
+        ),
         (
             opt(3..=30),
             any::<bool>(),
@@ -493,8 +504,15 @@ fn spec() -> impl Strategy<Value = Spec> {
     )
         .prop_map(
             |((idle, execution, startup, deadline, max_deadline), rest)| {
-                let (liveness, heartbeat_renews, terminate_after, grace, heartbeat, long_running, notify_only) =
-                    rest;
+                let (
+                    liveness,
+                    heartbeat_renews,
+                    terminate_after,
+                    grace,
+                    heartbeat,
+                    long_running,
+                    notify_only,
+                ) = rest;
                 // A deadline past its own bound is refused by validation; keep
                 // the generated profiles valid.
                 let max_deadline = match (deadline, max_deadline) {
@@ -523,7 +541,7 @@ fn op() -> impl Strategy<Value = Op> {
     let t = 0usize..2;
     prop_oneof![
         8 => (0u64..=120).prop_map(Op::Advance),
-        2 => (0u64..=600).prop_map(|d| Op::Advance(d)),
+        2 => (0u64..=600).prop_map(Op::Advance),
         6 => t.clone().prop_map(Op::Output),
         3 => t.clone().prop_map(Op::Heartbeat),
         2 => (t.clone(), 0u8..6).prop_map(|(i, v)| Op::Progress(i, v)),
@@ -583,7 +601,12 @@ fn signal_exactly_at_the_budget_comes_after_the_verdict() {
     };
     run(
         &[spec],
-        &[Op::Output(0), Op::Advance(100), Op::Output(0), Op::Advance(250)],
+        &[
+            Op::Output(0),
+            Op::Advance(100),
+            Op::Output(0),
+            Op::Advance(250),
+        ],
     )
     .unwrap();
 }

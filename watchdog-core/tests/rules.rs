@@ -69,9 +69,11 @@ fn heartbeat_and_cpu_renew_only_when_opted_in() {
     let opted = guard
         .start(
             "opted",
-            quiet()
-                .idle(secs(5))
-                .renewed_by(KindSet::DEFAULT_RENEWING.with(SignalKind::Heartbeat).with(SignalKind::Cpu)),
+            quiet().idle(secs(5)).renewed_by(
+                KindSet::DEFAULT_RENEWING
+                    .with(SignalKind::Heartbeat)
+                    .with(SignalKind::Cpu),
+            ),
         )
         .unwrap();
     for _ in 0..4 {
@@ -121,8 +123,18 @@ fn execution_budget_holds_a_silent_sql_probe_until_the_last_call_finishes() {
     assert_eq!(t.status().unwrap().phase, Phase::Executing { tools: 1 });
     t.tool_finished("c2", CallOutcome::Error).unwrap();
     guard.advance(secs(30));
-    let stalled = rec.events().into_iter().find(|e| e.kind.type_name() == "stalled").unwrap();
-    assert!(matches!(stalled.kind, EventKind::Stalled { budget: Budget::Idle, .. }));
+    let stalled = rec
+        .events()
+        .into_iter()
+        .find(|e| e.kind.type_name() == "stalled")
+        .unwrap();
+    assert!(matches!(
+        stalled.kind,
+        EventKind::Stalled {
+            budget: Budget::Idle,
+            ..
+        }
+    ));
     assert_eq!(stalled.elapsed, secs(395));
 }
 
@@ -137,7 +149,16 @@ fn execution_budget_below_idle_uses_idle() {
     assert_eq!(rec.types_for("x"), ["started"]);
     guard.advance(secs(1));
     let e = &rec.events_of(t.id())[1];
-    assert!(matches!(e.kind, EventKind::Stalled { budget: Budget::Execution, .. }), "{e:?}");
+    assert!(
+        matches!(
+            e.kind,
+            EventKind::Stalled {
+                budget: Budget::Execution,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
 }
 
 // R2.3: the startup budget applies before the first progress signal; it
@@ -146,19 +167,40 @@ fn execution_budget_below_idle_uses_idle() {
 fn startup_budget_applies_until_first_progress() {
     let (guard, rec, _) = setup();
     let slow = guard
-        .start("slow", quiet().idle(secs(5)).startup(secs(60)).terminate_after(0))
+        .start(
+            "slow",
+            quiet().idle(secs(5)).startup(secs(60)).terminate_after(0),
+        )
         .unwrap();
     let default = guard.start("default", quiet().idle(secs(5))).unwrap();
     guard.advance(secs(5));
-    assert_eq!(rec.types_for("default"), ["started", "stalled", "cancelling"]);
+    assert_eq!(
+        rec.types_for("default"),
+        ["started", "stalled", "cancelling"]
+    );
     let e = &rec.events_of(default.id())[1];
-    assert!(matches!(e.kind, EventKind::Stalled { budget: Budget::Startup, .. }));
+    assert!(matches!(
+        e.kind,
+        EventKind::Stalled {
+            budget: Budget::Startup,
+            ..
+        }
+    ));
     guard.advance(secs(54));
     assert_eq!(rec.types_for("slow"), ["started"]);
     slow.output(1, 1); // first progress at 59 s: idle from here
     guard.advance(secs(5));
     let e = &rec.events_of(slow.id())[1];
-    assert!(matches!(e.kind, EventKind::Stalled { budget: Budget::Idle, .. }), "{e:?}");
+    assert!(
+        matches!(
+            e.kind,
+            EventKind::Stalled {
+                budget: Budget::Idle,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
     assert_eq!(e.elapsed, secs(64));
 }
 
@@ -172,7 +214,13 @@ fn ready_ends_startup() {
     t.ready();
     guard.advance(secs(5));
     let e = &rec.events_of(t.id())[1];
-    assert!(matches!(e.kind, EventKind::Stalled { budget: Budget::Idle, .. }));
+    assert!(matches!(
+        e.kind,
+        EventKind::Stalled {
+            budget: Budget::Idle,
+            ..
+        }
+    ));
     assert_eq!(e.elapsed, secs(15));
 }
 
@@ -214,7 +262,10 @@ fn liveness_armed_by_first_heartbeat_and_lost_after_a_gap() {
         t.heartbeat();
     }
     guard.advance(secs(10));
-    assert_eq!(rec.types_for("w"), ["started", "liveness_lost", "cancelling"]);
+    assert_eq!(
+        rec.types_for("w"),
+        ["started", "liveness_lost", "cancelling"]
+    );
     assert_eq!(elapsed_of(&rec, "w", "liveness_lost"), [secs(137)]);
 }
 
@@ -234,12 +285,20 @@ fn notify_only_reports_deadline_and_liveness_without_cancelling() {
         .unwrap();
     t.heartbeat();
     guard.advance(secs(40));
-    assert_eq!(rec.types_for("n"), ["started", "liveness_lost", "deadline_exceeded"]);
+    assert_eq!(
+        rec.types_for("n"),
+        ["started", "liveness_lost", "deadline_exceeded"]
+    );
     t.heartbeat(); // re-arms liveness
     guard.advance(secs(10));
     assert_eq!(
         rec.types_for("n"),
-        ["started", "liveness_lost", "deadline_exceeded", "liveness_lost"]
+        [
+            "started",
+            "liveness_lost",
+            "deadline_exceeded",
+            "liveness_lost"
+        ]
     );
 }
 
@@ -257,7 +316,11 @@ fn wall_clock_jump_changes_no_verdict() {
     let events = rec.events();
     assert_eq!(events[1].elapsed, secs(10));
     let label_gap = events[1].wall.duration_since(events[0].wall).unwrap();
-    assert_eq!(label_gap, secs(2 * 86_400 + 10), "labels follow the wall clock");
+    assert_eq!(
+        label_gap,
+        secs(2 * 86_400 + 10),
+        "labels follow the wall clock"
+    );
 }
 
 // R2.8: while paused nothing runs down, the deadline included; on resume
@@ -266,7 +329,10 @@ fn wall_clock_jump_changes_no_verdict() {
 fn pause_stops_every_budget_and_resume_keeps_what_was_used() {
     let (guard, rec, _) = setup();
     let t = guard
-        .start("h", quiet().idle(secs(10)).deadline(secs(30)).terminate_after(0))
+        .start(
+            "h",
+            quiet().idle(secs(10)).deadline(secs(30)).terminate_after(0),
+        )
         .unwrap();
     guard.advance(secs(6));
     t.pause().unwrap();
@@ -291,14 +357,20 @@ fn extend_moves_the_deadline_within_its_bound() {
     let t = guard
         .start(
             "e",
-            quiet().idle(secs(600)).deadline(secs(60)).max_deadline(secs(100)),
+            quiet()
+                .idle(secs(600))
+                .deadline(secs(60))
+                .max_deadline(secs(100)),
         )
         .unwrap();
     guard.advance(secs(50));
     assert_eq!(t.extend(secs(40)).unwrap(), secs(90));
     let err = t.extend(secs(51)).unwrap_err();
     assert!(matches!(err, GuardError::ExtensionRefused { .. }));
-    assert!(err.to_string().contains("past max-deadline 1m 40s"), "{err}");
+    assert!(
+        err.to_string().contains("past max-deadline 1m 40s"),
+        "{err}"
+    );
     guard.advance(secs(39));
     assert_eq!(rec.types_for("e"), ["started"]);
     guard.advance(secs(1));
@@ -322,8 +394,14 @@ fn trigger_cancels_with_the_reason() {
     assert!(
         matches!(&e.kind, EventKind::Cancelling { reason, signal: "SIGTERM" } if reason.contains("disk full"))
     );
-    assert!(matches!(rec.actions()[0].kind, watchdog_core::ActionKind::Cancel { .. }));
-    assert!(t.trigger("again").is_err(), "a cancelling task cannot trigger twice");
+    assert!(matches!(
+        rec.actions()[0].kind,
+        watchdog_core::ActionKind::Cancel { .. }
+    ));
+    assert!(
+        t.trigger("again").is_err(),
+        "a cancelling task cannot trigger twice"
+    );
 }
 
 #[derive(Debug)]
@@ -375,7 +453,12 @@ fn stalled_event_names_budget_strike_silence_step_and_suspects() {
     assert_eq!((*strike, *terminate_after), (1, 2));
     assert_eq!(*silent, secs(5));
     assert_eq!(last_step.as_deref(), Some("tool \"bash\" still running"));
-    let names: Vec<_> = children.as_ref().unwrap().iter().map(|c| c.name.as_str()).collect();
+    let names: Vec<_> = children
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
     assert_eq!(names, ["grep", "psql"]);
 }
 
@@ -393,9 +476,19 @@ fn strikes_rearm_from_the_verdict_and_cancel_at_terminate_after() {
     guard.advance(secs(100)); // several timers passed over by one advance
     assert_eq!(
         rec.types_for("three"),
-        ["started", "stalled", "stalled", "stalled", "cancelling", "killed"]
+        [
+            "started",
+            "stalled",
+            "stalled",
+            "stalled",
+            "cancelling",
+            "killed"
+        ]
     );
-    assert_eq!(elapsed_of(&rec, "three", "stalled"), [secs(10), secs(20), secs(30)]);
+    assert_eq!(
+        elapsed_of(&rec, "three", "stalled"),
+        [secs(10), secs(20), secs(30)]
+    );
     assert_eq!(elapsed_of(&rec, "never", "stalled").len(), 10);
     assert!(!rec.types_for("never").contains(&"cancelling"));
     let strikes: Vec<u32> = rec
@@ -453,13 +546,19 @@ fn cancel_then_kill_after_grace_period() {
         .start("quick", quiet().idle(secs(5)).grace_period(secs(3)))
         .unwrap();
     let at_once = guard
-        .start("at-once", quiet().idle(secs(5)).grace_period(Duration::ZERO))
+        .start(
+            "at-once",
+            quiet().idle(secs(5)).grace_period(Duration::ZERO),
+        )
         .unwrap();
     guard.advance(secs(5));
     slow.output(1, 1); // ignored: cancelling
     quick.finish(Outcome::Failed, Some(143), None).unwrap();
     guard.advance(secs(3));
-    assert_eq!(rec.types_for("slow"), ["started", "stalled", "cancelling", "killed"]);
+    assert_eq!(
+        rec.types_for("slow"),
+        ["started", "stalled", "cancelling", "killed"]
+    );
     assert_eq!(elapsed_of(&rec, "slow", "killed"), [secs(8)]);
     assert_eq!(
         rec.types_for("quick"),
@@ -478,7 +577,11 @@ fn cancel_then_kill_after_grace_period() {
     let last = rec.events_of(slow.id()).pop().unwrap();
     assert!(matches!(
         last.kind,
-        EventKind::Finished { outcome: Outcome::Cancelled, exit_code: None, signal: Some(9) }
+        EventKind::Finished {
+            outcome: Outcome::Cancelled,
+            exit_code: None,
+            signal: Some(9)
+        }
     ));
     drop(at_once);
 }
@@ -510,7 +613,9 @@ fn heartbeats_only_for_silent_intervals() {
     let p = Profile::default()
         .idle(secs(600))
         .heartbeat_interval(Some(secs(10)));
-    let silent = guard.start("silent", p.clone().deadline(secs(3600))).unwrap();
+    let silent = guard
+        .start("silent", p.clone().deadline(secs(3600)))
+        .unwrap();
     let chatty = guard.start("chatty", p).unwrap();
     silent.output(100, 2);
     for _ in 0..35 {
@@ -519,7 +624,10 @@ fn heartbeats_only_for_silent_intervals() {
     }
     // Silent for the whole of (0 s, 10 s]: the output at 0 s is the
     // interval's open end, so the first heartbeat comes at 10 s.
-    assert_eq!(elapsed_of(&rec, "silent", "heartbeat"), [secs(10), secs(20), secs(30)]);
+    assert_eq!(
+        elapsed_of(&rec, "silent", "heartbeat"),
+        [secs(10), secs(20), secs(30)]
+    );
     assert!(elapsed_of(&rec, "chatty", "heartbeat").is_empty());
     let hb = rec
         .events()
@@ -583,7 +691,13 @@ fn dropping_the_handle_abandons_the_task() {
     let recorder = t.recorder();
     drop(t);
     let last = rec.events().pop().unwrap();
-    assert!(matches!(last.kind, EventKind::Finished { outcome: Outcome::Abandoned, .. }));
+    assert!(matches!(
+        last.kind,
+        EventKind::Finished {
+            outcome: Outcome::Abandoned,
+            ..
+        }
+    ));
     recorder.output(1, 1); // a recorder outliving its task is harmless
     assert!(recorder.pause().is_err());
     rec.assert_settled("d");
@@ -627,7 +741,10 @@ fn last_call_and_last_signal_are_absent_until_observed() {
     let call = t.last_call().unwrap();
     assert_eq!(call.outcome, Some(CallOutcome::Error));
     assert_eq!(call.finished.unwrap().age, secs(1));
-    assert_eq!(call.finished.unwrap().at, clock.wall_at(clock.now()) - secs(1));
+    assert_eq!(
+        call.finished.unwrap().at,
+        clock.wall_at(clock.now()) - secs(1)
+    );
     assert_eq!(t.last_signal(SignalKind::ToolCall).unwrap().age, secs(1));
 }
 
@@ -636,7 +753,13 @@ fn last_call_and_last_signal_are_absent_until_observed() {
 fn status_snapshot_reports_budgets_remaining_and_totals() {
     let (guard, _, _) = setup();
     let t = guard
-        .start("st", quiet().idle(secs(10)).deadline(secs(100)).terminate_after(0))
+        .start(
+            "st",
+            quiet()
+                .idle(secs(10))
+                .deadline(secs(100))
+                .terminate_after(0),
+        )
         .unwrap();
     t.output(1000, 10);
     guard.advance(secs(4));
@@ -651,7 +774,10 @@ fn status_snapshot_reports_budgets_remaining_and_totals() {
     assert_eq!(dl.remaining, secs(96));
     guard.advance(secs(6));
     let s = guard.status("st").unwrap();
-    assert_eq!((s.state, s.strikes, s.stall_count), (TaskState::Stalled, 1, 1));
+    assert_eq!(
+        (s.state, s.strikes, s.stall_count),
+        (TaskState::Stalled, 1, 1)
+    );
     let json = serde_json::to_value(&s).unwrap();
     assert_eq!(json["state"], "stalled");
     assert_eq!(json["phase"], "idle");
@@ -698,9 +824,21 @@ fn bad_input_is_an_error_not_a_panic() {
         t.tool_finished("nope", CallOutcome::Success),
         Err(GuardError::UnknownCall { .. })
     ));
+    t.tool_started("c1", "bash").unwrap();
+    assert!(matches!(
+        t.tool_started("c1", "bash"),
+        Err(GuardError::DuplicateCall { .. })
+    ));
+    t.tool_finished("c1", CallOutcome::Success).unwrap();
     let zero = guard.start("z", quiet().idle(Duration::ZERO)).unwrap_err();
-    assert!(zero.to_string().contains("idle is 0s, expected 1ms..=30days"), "{zero}");
-    let absurd = guard.start("a", quiet().deadline(secs(10 * 365 * 86_400))).unwrap_err();
+    assert!(
+        zero.to_string()
+            .contains("idle is 0s, expected 1ms..=30days"),
+        "{zero}"
+    );
+    let absurd = guard
+        .start("a", quiet().deadline(secs(10 * 365 * 86_400)))
+        .unwrap_err();
     assert!(absurd.to_string().contains("deadline"), "{absurd}");
     t.resume().unwrap(); // resuming a running task is a no-op
     t.finish_completed();

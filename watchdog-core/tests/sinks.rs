@@ -119,7 +119,10 @@ fn faulty_sinks_cost_the_others_nothing() {
             .count();
         assert_eq!(cancels, 2, "cancel and kill reached the isolated sink");
     }
-    assert!(!guard.flush(Duration::from_millis(200)), "the hung sink never drains");
+    assert!(
+        !guard.flush(Duration::from_millis(200)),
+        "the hung sink never drains"
+    );
     assert!(failing.0.load(Ordering::SeqCst) >= 27);
 }
 
@@ -144,13 +147,19 @@ fn stall_is_delivered_while_the_host_runtime_is_blocked() {
         let guard = Guard::builder().sink(sink).build();
         let started = Instant::now();
         let _task = guard
-            .start("blocked", Profile::default().idle(budget).terminate_after(0))
+            .start(
+                "blocked",
+                Profile::default().idle(budget).terminate_after(0),
+            )
             .unwrap();
         // Blocks the runtime's only worker thread: no task, timer or I/O of
         // the host can run until the stall arrives.
         let stalled_at = rx.recv_timeout(secs(10)).expect("no stall delivered");
         let late = stalled_at.duration_since(started);
-        assert!(late >= budget - Duration::from_millis(10), "stall too early: {late:?}");
+        assert!(
+            late >= budget - Duration::from_millis(10),
+            "stall too early: {late:?}"
+        );
         assert!(
             late <= budget + Duration::from_millis(100),
             "stall delivered {late:?} after start, budget {budget:?}"
@@ -172,7 +181,10 @@ fn watchdog_core_callback(f: impl Fn(&Event) + Send + Sync + 'static) -> impl Si
 }
 
 fn run_one(sink: impl Sink) {
-    let guard = Guard::builder().clock(ManualClock::new()).sink(sink).build();
+    let guard = Guard::builder()
+        .clock(ManualClock::new())
+        .sink(sink)
+        .build();
     let t = guard
         .start("x", Profile::default().idle(secs(1)).grace_period(secs(0)))
         .unwrap();
@@ -188,7 +200,10 @@ fn boxed_sink_delivers_everything() {
     let boxed: Box<dyn Sink> = Box::new(rec.clone());
     assert_eq!(boxed.delivery(), Delivery::Inline);
     run_one(boxed);
-    assert_eq!(rec.types_for("x"), ["started", "stalled", "cancelling", "killed", "finished"]);
+    assert_eq!(
+        rec.types_for("x"),
+        ["started", "stalled", "cancelling", "killed", "finished"]
+    );
     assert_eq!(rec.actions().len(), 2);
 }
 
@@ -217,7 +232,11 @@ fn vec_sink_calls_every_element_even_after_an_error() {
         Box::new(Failing::default()),
         Box::new(b.clone()),
     ];
-    assert_eq!(v.delivery(), Delivery::Isolated, "one isolated element isolates the vec");
+    assert_eq!(
+        v.delivery(),
+        Delivery::Isolated,
+        "one isolated element isolates the vec"
+    );
     let guard = Guard::builder().clock(ManualClock::new()).sink(v).build();
     let t = guard.start("x", Profile::default().idle(secs(1))).unwrap();
     guard.advance(secs(1));
