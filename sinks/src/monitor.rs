@@ -1,1 +1,0 @@
-//! The side-agent monitor for long-running commands (R6.6).

@@ -1,0 +1,724 @@
+//! The side-agent monitor (R6.6), driven in virtual time (ManualClock +
+//! Guard::advance + long-running-after 3 s) with inline delivery so every
+//! agent call has happened when `advance`/`poll` returns; plus the worker
+//! mode and one real process.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use stallguard_sinks::monitor::{
+    monitored, redact, MonitorAgent, MonitorBrief, MonitorCall, MonitorError, MonitorFinal,
+    MonitorSettings, MonitorSink, MonitorState, MonitorTarget, MonitorUpdate, ObservationKind,
+    RuleMonitor,
+};
+use watchdog_core::{
+    Delivery, EventKind, Guard, ManualClock, Outcome, Profile, RecordingSink, TaskHandle, TaskState,
+};
+
+type Calls = Arc<Mutex<Vec<MonitorCall>>>;
+
+/// An agent that records what it is told and says a short line back.
+#[derive(Debug)]
+struct Probe {
+    calls: Calls,
+}
+
+impl MonitorAgent for Probe {
+    fn open(&mut self, brief: &MonitorBrief) -> Result<Option<String>, MonitorError> {
+        self.calls.lock().push(MonitorCall::Open(brief.clone()));
+        Ok(Some(format!("opened at {:?}", brief.elapsed)))
+    }
+    fn update(&mut self, update: &MonitorUpdate) -> Result<Option<String>, MonitorError> {
+        self.calls.lock().push(MonitorCall::Update(update.clone()));
+        Ok(Some(format!("update at {:?}", update.elapsed)))
+    }
+    fn finish(&mut self, last: &MonitorFinal) -> Result<Option<String>, MonitorError> {
+        self.calls.lock().push(MonitorCall::Final(last.clone()));
+        Ok(Some(format!("final {:?}", last.exit_code)))
+    }
+}
+
+/// A virtual-time world: guard, inline monitor with a probe agent, the
+/// task's output buffer.
+struct World {
+    guard: Guard,
+    events: RecordingSink,
+    monitor: MonitorSink,
+    calls: Calls,
+    output: Arc<Mutex<Vec<u8>>>,
+}
+
+impl World {
+    fn new() -> Self {
+        Self::with(|clock| {
+            let calls: Calls = Arc::default();
+            let c = Arc::clone(&calls);
+            let sink = MonitorSink::builder(move |_| {
+                Box::new(Probe {
+                    calls: Arc::clone(&c),
+                })
+            })
+            .delivery(Delivery::Inline)
+            .clock(clock)
+            .build()
+            .unwrap();
+            (sink, calls)
+        })
+    }
+
+    fn with(make: impl FnOnce(ManualClock) -> (MonitorSink, Calls)) -> Self {
+        let clock = ManualClock::new();
+        let (monitor, calls) = make(clock.clone());
+        let events = RecordingSink::new();
+        let guard = Guard::builder()
+            .clock(clock)
+            .sink(events.clone())
+            .sink(monitor.clone())
+            .build();
+        World {
+            guard,
+            events,
+            monitor,
+            calls,
+            output: Arc::default(),
+        }
+    }
+
+    fn start(&self, name: &str, profile: Profile) -> TaskHandle {
+        let task = self.guard.start(name, monitored(profile)).unwrap();
+        let out = Arc::clone(&self.output);
+        self.monitor.watch(
+            task.id(),
+            MonitorTarget::new(format!("run {name}"), move || out.lock().clone()).cwd("/work"),
+        );
+        task
+    }
+
+    fn write(&self, task: &TaskHandle, text: &str) {
+        self.output.lock().extend_from_slice(text.as_bytes());
+        task.output(text.len() as u64, text.matches('\n').count() as u64);
+    }
+
+    /// Advances in `step`s for `total`, polling the monitor after each.
+    fn run_for(&self, total: Duration, step: Duration, mut each: impl FnMut()) {
+        let mut t = Duration::ZERO;
+        while t < total {
+            self.guard.advance(step);
+            each();
+            self.monitor.poll();
+            t += step;
+        }
+    }
+
+    fn calls(&self) -> Vec<MonitorCall> {
+        self.calls.lock().clone()
+    }
+
+    fn kinds(&self) -> Vec<&'static str> {
+        self.calls()
+            .iter()
+            .map(|c| match c {
+                MonitorCall::Open(_) => "open",
+                MonitorCall::Update(_) => "update",
+                MonitorCall::Final(_) => "final",
+            })
+            .collect()
+    }
+
+    /// Every text an agent was shown, prompts included.
+    fn shown(&self) -> String {
+        self.calls()
+            .iter()
+            .map(|c| match c {
+                MonitorCall::Open(b) => b.to_prompt(),
+                MonitorCall::Update(u) => u.to_prompt(),
+                MonitorCall::Final(f) => f.to_prompt(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+const MS: fn(u64) -> Duration = Duration::from_millis;
+const SECS: fn(u64) -> Duration = Duration::from_secs;
+
+// R6.6 / R3.6: a task done before long-running-after opens no monitor.
+#[test]
+fn task_finishing_at_2_9s_opens_no_monitor() {
+    let w = World::new();
+    let task = w.start("quick", Profile::default());
+    w.run_for(MS(2900), MS(100), || {});
+    task.finish(Outcome::Completed, Some(0), None).unwrap();
+    w.guard.advance(SECS(5));
+    w.monitor.poll();
+    assert!(w.calls().is_empty(), "{:?}", w.kinds());
+    assert!(w.monitor.observations(task.id()).is_empty());
+    assert!(!w.events.types_for("quick").contains(&"long_running"));
+}
+
+// R6.6: a task running 5 s opens exactly one monitor, at 3 s, and gets a final.
+#[test]
+fn task_running_5s_opens_exactly_one_monitor_at_3s() {
+    let w = World::new();
+    let task = w.start("slow", Profile::default());
+    w.run_for(SECS(5), MS(250), || {});
+    task.finish(Outcome::Completed, Some(0), None).unwrap();
+    assert_eq!(w.kinds(), ["open", "final"]);
+    let MonitorCall::Open(brief) = &w.calls()[0] else {
+        unreachable!()
+    };
+    assert_eq!(brief.elapsed, SECS(3), "opened at {:?}", w.guard.now());
+    assert_eq!(brief.command, "run slow");
+    assert_eq!(brief.cwd.as_deref(), Some(std::path::Path::new("/work")));
+    let prompt = brief.to_prompt();
+    assert!(prompt.contains("Exit status: unavailable"), "{prompt}");
+    assert!(
+        prompt.contains("Do not assume the command succeeded because output stopped"),
+        "{prompt}"
+    );
+}
+
+// R6.6: never two monitors for one task, even if long_running were seen twice
+// or the runner registers the task again after it opened.
+#[test]
+fn never_opens_two_monitors_for_one_task() {
+    let w = World::new();
+    let task = w.start("once", Profile::default());
+    w.guard.advance(SECS(3));
+    w.monitor
+        .watch(task.id(), MonitorTarget::new("again", Vec::new));
+    assert!(w.monitor.is_open(task.id()));
+    w.guard.advance(SECS(3));
+    task.finish_completed();
+    assert_eq!(w.kinds(), ["open", "final"]);
+
+    let long_running = w
+        .events
+        .events_of(task.id())
+        .into_iter()
+        .find(|e| e.kind == EventKind::LongRunning)
+        .unwrap();
+    let mut state = MonitorState::new("x", None, MonitorSettings::default());
+    let tail = Vec::new;
+    assert_eq!(state.on_event(&long_running, &tail).len(), 1);
+    assert!(state.on_event(&long_running, &tail).is_empty());
+}
+
+// R6.6: output every 500 ms for 10 s gives updates at least 2 s apart, each
+// with its elapsed time and only the output that is new.
+#[test]
+fn steady_output_yields_updates_at_least_2s_apart() {
+    let w = World::new();
+    let task = w.start("steady", Profile::default());
+    let mut n = 0;
+    w.run_for(SECS(10), MS(500), || {
+        n += 1;
+        w.write(&task, &format!("line {n}\n"));
+    });
+    task.finish(Outcome::Completed, Some(0), None).unwrap();
+
+    let calls = w.calls();
+    let sent: Vec<Duration> = calls
+        .iter()
+        .filter(|c| !matches!(c, MonitorCall::Final(_)))
+        .map(MonitorCall::elapsed)
+        .collect();
+    assert_eq!(sent[0], SECS(3));
+    assert!(sent.len() >= 4, "updates at {sent:?}");
+    for pair in sent.windows(2) {
+        assert!(pair[1] - pair[0] >= SECS(2), "updates too close: {sent:?}");
+    }
+    // Every line after the brief reached the monitor exactly once.
+    let mut seen = String::new();
+    for c in &calls {
+        if let MonitorCall::Update(u) = c {
+            assert!(u.output_changed);
+            assert_eq!(u.output_quiet_for, Duration::ZERO);
+            seen.push_str(&u.new_output);
+        }
+    }
+    let last_update = *sent.last().unwrap();
+    // Line 6 is written at 3 s, just after the brief took its snapshot.
+    let expected: String = (6..=last_update.as_millis() as u64 / 500)
+        .map(|i| format!("line {i}\n"))
+        .collect();
+    assert_eq!(seen, expected, "updates at {sent:?}");
+}
+
+// R6.6: no output and no state change after the brief: no update at all,
+// heartbeats notwithstanding; the final still comes.
+#[test]
+fn unchanged_task_yields_no_updates() {
+    let w = World::new();
+    let task = w.start("quiet", Profile::default());
+    w.write(&task, "connecting to db\n");
+    w.run_for(SECS(30), MS(500), || {});
+    assert!(w.events.types_for("quiet").contains(&"heartbeat"));
+    task.finish(Outcome::Completed, Some(0), None).unwrap();
+    assert_eq!(w.kinds(), ["open", "final"]);
+}
+
+// R6.6: a state change (a stall, R3.1) is worth an update even with no new
+// output, but still no sooner than 2 s after the brief.
+#[test]
+fn stall_is_reported_in_the_next_update() {
+    let w = World::new();
+    let task = w.start("stuck", Profile::default().idle(SECS(4)).terminate_after(0));
+    w.run_for(SECS(6), MS(500), || {});
+    let updates: Vec<MonitorUpdate> = w
+        .calls()
+        .into_iter()
+        .filter_map(|c| match c {
+            MonitorCall::Update(u) => Some(u),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(updates.len(), 1, "{:?}", w.kinds());
+    let u = &updates[0];
+    assert_eq!(u.elapsed, SECS(5));
+    assert_eq!(u.state, TaskState::Stalled);
+    assert!(!u.output_changed);
+    assert!(
+        u.note.as_deref().unwrap().contains("budget ran out"),
+        "{:?}",
+        u.note
+    );
+    task.finish_completed();
+}
+
+// R6.6: the final update carries the exit code, completion time and the
+// cancelled flag; the rule monitor reports the code and nothing more hopeful.
+#[test]
+fn final_update_carries_exit_code() {
+    let w = World::new();
+    let task = w.start("fails", Profile::default());
+    w.write(&task, "running migrations\n");
+    w.run_for(SECS(4), MS(500), || {});
+    w.write(&task, "ERROR: relation \"users\" does not exist\n");
+    task.finish(Outcome::Failed, Some(3), None).unwrap();
+    let Some(MonitorCall::Final(f)) = w.calls().pop() else {
+        panic!("{:?}", w.kinds())
+    };
+    assert_eq!(f.exit_code, Some(3));
+    assert_eq!(f.outcome, Outcome::Failed);
+    assert_eq!(f.elapsed, SECS(4));
+    assert!(!f.cancelled);
+    assert!(
+        f.output_tail.ends_with("does not exist\n"),
+        "{:?}",
+        f.output_tail
+    );
+
+    let mut rules = RuleMonitor::new();
+    let said = rules.finish(&f).unwrap().unwrap();
+    assert!(said.contains("exited with code 3"), "{said}");
+    assert!(said.contains("appears to have failed"), "{said}");
+}
+
+// R6.6 / R3.5: a cancelled task's final says so.
+#[test]
+fn cancelled_task_final_is_marked_cancelled() {
+    let w = World::new();
+    let task = w.start("cancel", Profile::default());
+    w.guard.advance(SECS(4));
+    w.guard.cancel("cancel", "user asked").unwrap();
+    task.finish(Outcome::Cancelled, None, Some(15)).unwrap();
+    let Some(MonitorCall::Final(f)) = w.calls().pop() else {
+        panic!("{:?}", w.kinds())
+    };
+    assert!(f.cancelled);
+    assert_eq!(f.signal, Some(15));
+}
+
+/// Real-shaped, fake secrets, and the part of each that must never leak.
+const SECRETS: &[(&str, &str)] = &[
+    ("OPENAI_API_KEY=sk-proj-AbCdEf1234567890GhIjKlMnOpQrStUv", "AbCdEf1234567890"),
+    ("using key sk-ant-api03-ZyXwVuTsRqPoNmLk-0987654321abcdEFGH", "ZyXwVuTsRqPoNmLk"),
+    ("legacy sk-1234567890abcdefABCDEF1234567890abcdefABCD", "1234567890abcdefABCDEF"),
+    ("git remote https://ghp_16C7e42F292c6912E7710c838347Ae178B4a@github.com/x/y", "16C7e42F292c6912E7710c"),
+    ("GH=github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEF", "11ABCDEFG0123456789"),
+    ("aws_access_key_id AKIAIOSFODNN7EXAMPLE", "IOSFODNN7EXAMPLE"),
+    ("slack xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOpQrStUvWx", "AbCdEfGhIjKlMnOpQrStUvWx"),
+    ("slack xoxp-1234567890-0987654321-1122334455-abcdef0123456789", "1122334455-abcdef"),
+    ("> Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dBjftJeZ4CVPmB92", "eyJhbGciOiJIUzI1NiJ9"),
+    ("curl -H 'authorization: bearer abcdef0123456789xyz'", "abcdef0123456789xyz"),
+    ("db password=hunter2! ok", "hunter2!"),
+    ("passwd: correct-horse-battery", "correct-horse-battery"),
+    ("client secret=s3cr3tValue&x=1", "s3cr3tValue"),
+    ("token=tok_9f8e7d6c5b4a", "tok_9f8e7d6c5b4a"),
+    ("DATABASE_URL=postgres://admin:Sup3rS3cretPw@db.internal:5432/app", "Sup3rS3cretPw"),
+    (r#"{"api_key": "AIzaSyA-1234567890abcdefghijklmnopqrstu"}"#, "AIzaSyA-1234567890"),
+    ("mysql --password Pa55w0rdFlag -u root", "Pa55w0rdFlag"),
+    ("export STRIPE_KEY=sk_live_51HqLyjWDarjtT1zdp7dc", "51HqLyjWDarjtT1zdp7dc"),
+    (
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\nQyNTUxOQAAACDqXmBWf3kP\n-----END OPENSSH PRIVATE KEY-----",
+        "b3BlbnNzaC1rZXktdjEAAAAABG5vbmU",
+    ),
+];
+
+#[test]
+fn redact_masks_every_fake_secret() {
+    for (line, secret) in SECRETS {
+        let out = redact(line);
+        assert!(
+            !out.contains(secret),
+            "{secret:?} leaked from {line:?}: {out:?}"
+        );
+    }
+}
+
+// R6.6: no secret reaches a monitor — not in the brief, not in an update (even
+// one split across two updates), not in the final, not in an observation.
+#[test]
+fn no_secret_reaches_the_monitor() {
+    let w = World::new();
+    let task = w.start("secrets", Profile::default());
+    for (line, _) in &SECRETS[..8] {
+        w.write(&task, &format!("{line}\n"));
+    }
+    w.run_for(SECS(4), MS(500), || {});
+    for (line, _) in &SECRETS[8..] {
+        w.write(&task, &format!("{line}\n"));
+    }
+    w.write(&task, "login password=");
+    w.run_for(SECS(2), MS(500), || {});
+    w.write(&task, "SplitSecret99 accepted\n");
+    w.run_for(SECS(2), MS(500), || {});
+    task.finish(Outcome::Completed, Some(0), None).unwrap();
+
+    assert_eq!(w.kinds(), ["open", "update", "update", "final"]);
+    let shown = w.shown();
+    for (_, secret) in SECRETS.iter().chain([&("", "SplitSecret99")]) {
+        assert!(
+            !shown.contains(secret),
+            "{secret:?} reached the monitor:\n{shown}"
+        );
+    }
+    assert!(shown.contains("[REDACTED]"));
+    assert!(
+        shown.contains("accepted"),
+        "the rest of the line still shows:\n{shown}"
+    );
+}
+
+/// An agent that fails on a chosen call.
+#[derive(Debug)]
+struct Faulty {
+    panic_on_update: bool,
+}
+
+impl MonitorAgent for Faulty {
+    fn open(&mut self, _: &MonitorBrief) -> Result<Option<String>, MonitorError> {
+        if self.panic_on_update {
+            Ok(Some("watching".into()))
+        } else {
+            Err(MonitorError::new("rate limited (429)"))
+        }
+    }
+    fn update(&mut self, _: &MonitorUpdate) -> Result<Option<String>, MonitorError> {
+        panic!("model client crashed");
+    }
+    fn finish(&mut self, _: &MonitorFinal) -> Result<Option<String>, MonitorError> {
+        Ok(Some("should not be called after a failure".into()))
+    }
+}
+
+fn faulty_world(panic_on_update: bool) -> World {
+    World::with(|clock| {
+        let sink = MonitorSink::builder(move |_| Box::new(Faulty { panic_on_update }))
+            .delivery(Delivery::Inline)
+            .clock(clock)
+            .build()
+            .unwrap();
+        (sink, Calls::default())
+    })
+}
+
+// R6.6 / R6.2: a monitor that panics is reported to the main agent, stops,
+// and the task carries on and finishes normally.
+#[test]
+fn panicking_agent_is_reported_and_task_finishes_normally() {
+    let w = faulty_world(true);
+    let task = w.start("build", Profile::default());
+    w.run_for(SECS(8), MS(500), || w.write(&task, "compiling\n"));
+    task.finish(Outcome::Completed, Some(0), None).unwrap();
+
+    w.events.assert_settled("build");
+    let finished = w.events.events_of(task.id()).pop().unwrap();
+    assert_eq!(
+        finished.kind,
+        EventKind::Finished {
+            outcome: Outcome::Completed,
+            exit_code: Some(0),
+            signal: None
+        }
+    );
+    assert!(!w.events.types_for("build").contains(&"cancelling"));
+    let obs = w.monitor.observations(task.id());
+    assert_eq!(obs.len(), 2, "{obs:#?}");
+    assert_eq!(obs[1].kind, ObservationKind::MonitorFailed);
+    assert_eq!(obs[1].at_elapsed, SECS(5));
+    assert_eq!(
+        obs[1].to_string(),
+        "monitor for task build failed at 00:05: the monitor agent panicked: model client crashed. \
+         Monitoring stopped; the task itself is unaffected."
+    );
+}
+
+// R6.6: an agent error (a rate limit) is reported the same way.
+#[test]
+fn erroring_agent_is_reported() {
+    let w = faulty_world(false);
+    let task = w.start("probe", Profile::default());
+    w.run_for(SECS(6), MS(500), || w.write(&task, "row\n"));
+    task.finish_completed();
+    let obs = w.monitor.drain_observations();
+    assert_eq!(obs.len(), 1, "{obs:#?}");
+    assert_eq!(obs[0].kind, ObservationKind::MonitorFailed);
+    assert!(obs[0].text.contains("rate limited (429)"));
+    w.events.assert_settled("probe");
+}
+
+// R6.6: observations carry provenance, are compact, and are kept after the
+// task ends; draining hands each over once.
+#[test]
+fn observations_are_kept_after_the_task_ends() {
+    let w = World::with(|clock| {
+        let sink = MonitorSink::rule_based()
+            .delivery(Delivery::Inline)
+            .clock(clock)
+            .max_observation_chars(200)
+            .build()
+            .unwrap();
+        (sink, Calls::default())
+    });
+    let task = w.start(
+        "migrate",
+        Profile::default().idle(SECS(5)).terminate_after(0),
+    );
+    w.write(&task, "Waiting for table metadata lock\n");
+    w.run_for(SECS(12), MS(500), || {});
+    task.finish(Outcome::Completed, Some(0), None).unwrap();
+
+    let drained = w.monitor.drain_observations();
+    assert!(w.monitor.drain_observations().is_empty());
+    let kept = w.monitor.observations(task.id());
+    assert_eq!(drained, kept);
+    let lines: Vec<String> = kept.iter().map(ToString::to_string).collect();
+    assert!(
+        lines[0].starts_with(
+            "monitor update for task migrate at 00:03: `run migrate` has run for 00:03"
+        ),
+        "{lines:#?}"
+    );
+    assert!(lines[0].contains("may be waiting on a lock"), "{lines:#?}");
+    assert!(
+        lines.iter().any(|l| l.contains("no new output for")
+            && l.ends_with("This is an observation, not a confirmed failure.")),
+        "{lines:#?}"
+    );
+    assert!(
+        lines.last().unwrap().starts_with(
+            "monitor summary for task migrate at 00:12: the command exited with code 0"
+        ),
+        "{lines:#?}"
+    );
+    for o in &kept {
+        assert!(
+            o.text.chars().count() <= 201 && !o.text.contains('\n'),
+            "{o:?}"
+        );
+    }
+}
+
+// R6.6: the rule monitor never claims success from silence: without an exit
+// code it says it does not know.
+#[test]
+fn rule_monitor_never_claims_success_without_exit_code() {
+    let w = World::with(|clock| {
+        let sink = MonitorSink::rule_based()
+            .delivery(Delivery::Inline)
+            .clock(clock)
+            .build()
+            .unwrap();
+        (sink, Calls::default())
+    });
+    let quiet = w.start("quiet", Profile::default());
+    w.run_for(SECS(20), MS(500), || {});
+    quiet.finish(Outcome::Completed, None, None).unwrap();
+    let killed = w.start("killed", Profile::default());
+    w.run_for(SECS(4), MS(500), || {});
+    killed.finish(Outcome::Failed, None, Some(9)).unwrap();
+
+    let all = w.monitor.drain_observations();
+    assert!(!all.is_empty());
+    for o in &all {
+        let text = o.text.to_lowercase();
+        assert!(
+            !text.contains("succe") && !text.contains("exited with code 0"),
+            "{o}"
+        );
+    }
+    assert!(all
+        .iter()
+        .any(|o| o.text.contains("how it ended is not confirmed")));
+}
+
+// R6.6: repeated retries and non-zero exits are flagged with uncertainty.
+#[test]
+fn rule_monitor_flags_retries_and_errors() {
+    let w = World::with(|clock| {
+        let sink = MonitorSink::rule_based()
+            .delivery(Delivery::Inline)
+            .clock(clock)
+            .build()
+            .unwrap();
+        (sink, Calls::default())
+    });
+    let task = w.start("fetch", Profile::default());
+    w.run_for(SECS(8), MS(500), || {
+        w.write(&task, "connection refused; retrying in 1s\n")
+    });
+    task.finish(Outcome::Failed, Some(7), None).unwrap();
+    let text: Vec<String> = w
+        .monitor
+        .observations(task.id())
+        .iter()
+        .map(|o| o.text.clone())
+        .collect();
+    assert!(
+        text.iter()
+            .any(|t| t.contains("retries so far; the command may be failing repeatedly")),
+        "{text:#?}"
+    );
+    assert!(
+        text.iter()
+            .any(|t| t.contains("repeated") && t.contains("may be looping")),
+        "{text:#?}"
+    );
+    assert!(
+        text.iter()
+            .any(|t| t.contains("\"connection refused\"; this may indicate a failure")),
+        "{text:#?}"
+    );
+    assert!(
+        text.last().unwrap().contains("exited with code 7"),
+        "{text:#?}"
+    );
+}
+
+/// An agent whose `open` blocks until the test lets it go.
+#[derive(Debug)]
+struct Slow {
+    gate: Arc<Mutex<Option<mpsc::Receiver<()>>>>,
+}
+
+impl MonitorAgent for Slow {
+    fn open(&mut self, _: &MonitorBrief) -> Result<Option<String>, MonitorError> {
+        if let Some(rx) = self.gate.lock().take() {
+            let _ = rx.recv_timeout(SECS(30));
+        }
+        Ok(Some("opened".into()))
+    }
+    fn update(&mut self, u: &MonitorUpdate) -> Result<Option<String>, MonitorError> {
+        Ok(Some(format!("update at {:?}", u.elapsed)))
+    }
+    fn finish(&mut self, f: &MonitorFinal) -> Result<Option<String>, MonitorError> {
+        Ok(Some(format!("final, exit {:?}", f.exit_code)))
+    }
+}
+
+// R6.6 / R6.2: in the default worker mode a hung agent blocks neither the
+// guard nor the task; its queued updates are folded and its final arrives
+// once it catches up.
+#[test]
+fn slow_agent_in_worker_mode_blocks_nothing() {
+    let (release, gate) = mpsc::channel();
+    let gate = Arc::new(Mutex::new(Some(gate)));
+    let w = World::with(|clock| {
+        let sink = MonitorSink::builder(move |_| {
+            Box::new(Slow {
+                gate: Arc::clone(&gate),
+            })
+        })
+        .clock(clock)
+        .build()
+        .unwrap();
+        (sink, Calls::default())
+    });
+    let task = w.start("hung", Profile::default());
+    w.run_for(SECS(10), MS(500), || {
+        assert!(
+            w.guard.flush(SECS(10)),
+            "the monitor sink fell behind the guard"
+        );
+        w.write(&task, "step\n");
+    });
+    task.finish(Outcome::Completed, Some(0), None).unwrap();
+    assert!(w.guard.flush(SECS(10)));
+    w.events.assert_settled("hung");
+    assert!(!w.monitor.flush(MS(1)), "the agent is still stuck in open");
+
+    release.send(()).unwrap();
+    assert!(w.monitor.flush(SECS(10)), "the agent never caught up");
+    let obs = w.monitor.observations(task.id());
+    assert_eq!(obs.first().unwrap().text, "opened");
+    assert_eq!(obs.last().unwrap().text, "final, exit Some(0)");
+    assert!(obs.len() <= 4, "queued updates should be folded: {obs:#?}");
+}
+
+// R6.6 on a real clock with a real process: the poller drives updates while
+// output flows and the summary names the real exit code. Only generous,
+// non-timing assertions.
+#[test]
+fn real_process_is_monitored_on_a_real_clock() {
+    let monitor = MonitorSink::rule_based()
+        .poll_interval(Some(MS(100)))
+        .build()
+        .unwrap();
+    let guard = Guard::builder().sink(monitor.clone()).build();
+    let mut child = Command::new("sh")
+        .args([
+            "-c",
+            "for i in 1 2 3 4 5 6 7 8; do echo \"step $i token=abc$i\"; sleep 0.25; done; exit 4",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let task = guard
+        .start_process(
+            "sh-steps",
+            Profile::default().long_running_after(MS(500)),
+            child.id(),
+        )
+        .unwrap();
+    let output: Arc<Mutex<Vec<u8>>> = Arc::default();
+    let tail = Arc::clone(&output);
+    monitor.watch(
+        task.id(),
+        MonitorTarget::new("sh -c 'for i in …'", move || tail.lock().clone()),
+    );
+    let rec = task.recorder();
+    let reader = BufReader::new(child.stdout.take().unwrap());
+    for line in reader.lines() {
+        let line = line.unwrap() + "\n";
+        output.lock().extend_from_slice(line.as_bytes());
+        rec.output(line.len() as u64, 1);
+    }
+    let status = child.wait().unwrap();
+    task.finish(Outcome::Failed, status.code(), None).unwrap();
+    assert!(guard.flush(SECS(10)));
+    assert!(monitor.flush(SECS(10)));
+
+    let obs = monitor.observations(task.id());
+    assert!(obs.len() >= 2, "{obs:#?}");
+    assert!(
+        obs.last().unwrap().text.contains("exited with code 4"),
+        "{obs:#?}"
+    );
+    assert!(obs.iter().all(|o| !o.text.contains("abc")), "{obs:#?}");
+}
