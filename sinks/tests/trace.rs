@@ -268,3 +268,42 @@ fn verdicts_carry_their_reason() {
         );
     }
 }
+
+#[derive(Debug)]
+struct WedgedGrep;
+
+impl watchdog_core::ChildProbe for WedgedGrep {
+    fn children(&self) -> Option<Vec<watchdog_core::ChildInfo>> {
+        Some(vec![watchdog_core::ChildInfo {
+            pid: 7,
+            name: "grep".into(),
+            state: watchdog_core::ProcState::DiskWait,
+            wchan: Some("io_schedule".into()),
+            started_unix_ms: None,
+            cpu_ms: 3,
+            cpu_delta_ms: Some(0),
+        }])
+    }
+}
+
+// R3.1 / R5.5: a stall names its suspect children by executable name, pid,
+// state and wait channel.
+#[test]
+fn a_stall_names_its_suspect_children() {
+    let cap = capture(TracingSink::new(), |g| {
+        let profile = Profile::default()
+            .idle(5 * SECOND)
+            .terminate_after(0)
+            .heartbeat_interval(None);
+        let t = g.start_process("harness", profile, 100).unwrap();
+        t.set_children_probe(Arc::new(WedgedGrep));
+        g.advance(5 * SECOND);
+        t.finish_completed();
+    });
+    let stalled = &cap.of("stalled")[0];
+    assert_eq!(stalled.field("children"), Some("1"));
+    assert_eq!(
+        stalled.field("suspects"),
+        Some("grep[7] disk_wait in io_schedule")
+    );
+}
