@@ -1,1 +1,803 @@
 //! Process-table sampling of a task's descendants (R5.5).
+//!
+//! [`ProcStat`] parses one `/proc/[pid]/stat` line; [`ProcTable`] walks a
+//! `/proc` tree once per sample and keeps the previous CPU readings so each
+//! child gets its CPU used since the last sample; [`ProcessSampler`] runs that
+//! on an interval on its own std thread and hands the guard a cached view
+//! ([`SampledChildren`]), so status and stall events never read `/proc`
+//! (R4.2). Only the executable name (`comm`) is read, never the command line:
+//! arguments carry credentials.
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::CStr;
+use std::fmt;
+use std::io;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, OnceLock};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use nix::fcntl::OFlag;
+use nix::sys::stat::Mode;
+use parking_lot::Mutex;
+use watchdog_core::{ChildInfo, ChildProbe, ProcState, Recorder, SignalKind};
+
+/// The sampling interval when none is given (R5.5).
+pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(15);
+/// The shortest sampling interval allowed (R5.5).
+pub const MIN_INTERVAL: Duration = Duration::from_secs(1);
+/// The longest sampling interval allowed (R5.5).
+pub const MAX_INTERVAL: Duration = Duration::from_secs(60);
+/// The most children one sample keeps, eldest first (R5.5).
+pub const MAX_CHILDREN: usize = 24;
+/// Every this many samples a [`ProcTable`] reads every process's `stat`,
+/// even those it knows to be outside the tree (see [`ProcTable`]).
+pub const FULL_WALK_EVERY: u32 = 8;
+
+/// Why process sampling failed or was refused.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProcsError {
+    /// The interval is outside 1 s..=60 s; it is refused, not clamped.
+    #[error("process sampling interval {0:?} is out of range: must be 1s..=60s")]
+    Interval(Duration),
+    /// The process table could not be listed.
+    #[error("cannot read the process table at {}: {source}", path.display())]
+    Unreadable {
+        /// The directory tried.
+        path: PathBuf,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// This platform has no `/proc` to sample.
+    #[error("process sampling is not supported on this platform (it reads Linux /proc)")]
+    Unsupported,
+    /// Starting the sampling thread failed.
+    #[error("cannot start the process sampler thread: {0}")]
+    Thread(io::Error),
+}
+
+/// Why a `/proc/[pid]/stat` line could not be parsed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StatError {
+    /// No `(` … `)` around the command name.
+    #[error("stat line has no command name in parentheses")]
+    NoCommand,
+    /// The pid before the command name is not a number.
+    #[error("stat line does not start with a pid")]
+    BadPid,
+    /// The line ends before field `name` (1-based position `field`).
+    #[error("stat line ends before field {field} ({name})")]
+    Missing {
+        /// The field's name in proc(5).
+        name: &'static str,
+        /// Its 1-based position in proc(5).
+        field: usize,
+    },
+    /// Field `name` is not what proc(5) says it holds.
+    #[error("stat field {field} ({name}) is not valid: `{value}`")]
+    Invalid {
+        /// The field's name in proc(5).
+        name: &'static str,
+        /// Its 1-based position in proc(5).
+        field: usize,
+        /// What was there (cut to 32 bytes).
+        value: String,
+    },
+}
+
+/// The fields of one `/proc/[pid]/stat` line that sampling uses.
+///
+/// # Examples
+///
+/// ```
+/// use stallguard_sources::procs::ProcStat;
+/// use watchdog_core::ProcState;
+///
+/// // The command name may hold spaces and parentheses: it ends at the last `)`.
+/// let line = b"4242 (my (odd) job) D 4200 4242 4200 0 -1 4194560 0 0 0 0 30 12 0 0 20 0 1 0 98765 0 0";
+/// let stat = ProcStat::parse(line).unwrap();
+/// assert_eq!((stat.pid, stat.comm.as_str(), stat.ppid), (4242, "my (odd) job", 4200));
+/// assert_eq!(stat.state, ProcState::DiskWait);
+/// assert_eq!((stat.utime, stat.stime, stat.starttime), (30, 12, 98765));
+///
+/// assert!(ProcStat::parse(b"4242 (trunc").is_err());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProcStat {
+    /// Field 1: process id.
+    pub pid: u32,
+    /// Field 2: executable name, at most 15 bytes as the kernel keeps it.
+    pub comm: String,
+    /// Field 3: scheduler state.
+    pub state: ProcState,
+    /// Field 4: parent process id.
+    pub ppid: u32,
+    /// Field 14: user CPU time, clock ticks.
+    pub utime: u64,
+    /// Field 15: system CPU time, clock ticks.
+    pub stime: u64,
+    /// Field 22: start time after boot, clock ticks.
+    pub starttime: u64,
+}
+
+impl ProcStat {
+    /// Parses one `/proc/[pid]/stat` line; bad input is an error naming the
+    /// field, never a panic.
+    pub fn parse(line: &[u8]) -> Result<ProcStat, StatError> {
+        let open = memchr::memchr(b'(', line).ok_or(StatError::NoCommand)?;
+        // The name is arbitrary bytes: only the last `)` can end it.
+        let close = memchr::memrchr(b')', line).ok_or(StatError::NoCommand)?;
+        if close < open {
+            return Err(StatError::NoCommand);
+        }
+        let pid = std::str::from_utf8(&line[..open])
+            .ok()
+            .and_then(|s| s.trim().parse::<u32>().ok())
+            .ok_or(StatError::BadPid)?;
+        let comm = String::from_utf8_lossy(&line[open + 1..close]).into_owned();
+        // Fields after the name, numbered from 3 as in proc(5).
+        let mut fields = line[close + 1..]
+            .split(|b| b.is_ascii_whitespace())
+            .filter(|f| !f.is_empty());
+        let mut at = 2;
+        let mut next = |name: &'static str, field: usize| -> Result<&[u8], StatError> {
+            for f in fields.by_ref() {
+                at += 1;
+                if at == field {
+                    return Ok(f);
+                }
+            }
+            Err(StatError::Missing { name, field })
+        };
+        let state = match next("state", 3)? {
+            [c] => state_from_code(*c),
+            other => return Err(invalid("state", 3, other)),
+        };
+        let ppid = number(next("ppid", 4)?, "ppid", 4)?;
+        let utime = number(next("utime", 14)?, "utime", 14)?;
+        let stime = number(next("stime", 15)?, "stime", 15)?;
+        let starttime = number(next("starttime", 22)?, "starttime", 22)?;
+        Ok(ProcStat {
+            pid,
+            comm,
+            state,
+            ppid: u32::try_from(ppid)
+                .map_err(|_| invalid("ppid", 4, ppid.to_string().as_bytes()))?,
+            utime,
+            stime,
+            starttime,
+        })
+    }
+}
+
+fn invalid(name: &'static str, field: usize, value: &[u8]) -> StatError {
+    let cut = &value[..value.len().min(32)];
+    StatError::Invalid {
+        name,
+        field,
+        value: String::from_utf8_lossy(cut).into_owned(),
+    }
+}
+
+fn number(text: &[u8], name: &'static str, field: usize) -> Result<u64, StatError> {
+    std::str::from_utf8(text)
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .ok_or_else(|| invalid(name, field, text))
+}
+
+/// Maps a proc(5) state letter to the state the guard reports.
+///
+/// # Examples
+///
+/// ```
+/// use stallguard_sources::procs::state_from_code;
+/// use watchdog_core::ProcState;
+/// assert_eq!(state_from_code(b'D'), ProcState::DiskWait);
+/// assert_eq!(state_from_code(b'I'), ProcState::Other);
+/// ```
+pub fn state_from_code(code: u8) -> ProcState {
+    match code {
+        b'R' => ProcState::Running,
+        b'S' => ProcState::Sleeping,
+        b'D' => ProcState::DiskWait,
+        b'Z' => ProcState::Zombie,
+        b'T' | b't' => ProcState::Stopped,
+        _ => ProcState::Other,
+    }
+}
+
+/// Parses the `btime` (boot time, Unix seconds) line of `/proc/stat`.
+///
+/// # Examples
+///
+/// ```
+/// use stallguard_sources::procs::parse_btime;
+/// assert_eq!(parse_btime("cpu  1 2 3\nbtime 1700000000\nprocesses 9\n"), Some(1_700_000_000));
+/// assert_eq!(parse_btime("cpu 1 2 3\n"), None);
+/// ```
+pub fn parse_btime(proc_stat: &str) -> Option<u64> {
+    proc_stat
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// One sample of a process tree.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TreeSample {
+    /// Up to [`MAX_CHILDREN`] descendants of the root, eldest first.
+    pub children: Vec<ChildInfo>,
+    /// How many descendants there were before the cut to [`MAX_CHILDREN`].
+    pub descendants: usize,
+    /// CPU the whole tree (root included) used since the previous sample,
+    /// counting processes that appeared since in full; absent on the first.
+    pub cpu_delta_ms: Option<u64>,
+}
+
+/// A reader of a `/proc` tree that remembers the last CPU readings, so each
+/// sample can say how much CPU every child used since the one before.
+///
+/// It reads only `stat` files when walking the table, and `wchan` only for
+/// the children it keeps. Processes found outside the tree are not read
+/// again until the kernel's pid counter passes their pid (a reuse could put
+/// a new descendant there) or until the next full walk, every
+/// [`FULL_WALK_EVERY`] samples: a sample then costs a directory listing and
+/// a `stat` per descendant and per new process. Switching to another root
+/// pid starts over.
+///
+/// # Examples
+///
+/// ```
+/// use stallguard_sources::procs::ProcTable;
+///
+/// let mut table = ProcTable::new();
+/// # #[cfg(target_os = "linux")] {
+/// let me = std::process::id();
+/// let first = table.sample(me).unwrap();
+/// assert!(first.cpu_delta_ms.is_none()); // nothing to compare with yet
+/// let second = table.sample(me).unwrap();
+/// assert!(second.cpu_delta_ms.is_some());
+/// # }
+/// ```
+pub struct ProcTable {
+    root: PathBuf,
+    system: bool,
+    ticks: u64,
+    btime_ms: Option<u64>,
+    /// Cumulative CPU ms of every process of the tree at the last sample,
+    /// keyed by pid and start time so a reused pid is a new process.
+    prev: Option<HashMap<(u32, u64), u64>>,
+    /// Pids that were outside the tree at the last sample; see `read_table`.
+    outsiders: HashSet<u32>,
+    /// The root the cached knowledge is about.
+    tree_root: Option<u32>,
+    /// The last pid the kernel had allocated at the last sample.
+    last_pid: Option<u32>,
+    /// Samples since the last walk that read every process.
+    since_full_walk: u32,
+    /// The table's directory, opened once; stat files are opened from it.
+    dir: Option<OwnedFd>,
+    buf: Vec<u8>,
+}
+
+impl fmt::Debug for ProcTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProcTable")
+            .field("root", &self.root)
+            .field("ticks_per_second", &self.ticks)
+            .field("tracked", &self.prev.as_ref().map_or(0, HashMap::len))
+            .finish()
+    }
+}
+
+impl Default for ProcTable {
+    fn default() -> Self {
+        ProcTable::new()
+    }
+}
+
+impl ProcTable {
+    /// Reads the system's `/proc`.
+    pub fn new() -> ProcTable {
+        static BTIME_MS: OnceLock<Option<u64>> = OnceLock::new();
+        let btime_ms = *BTIME_MS.get_or_init(|| read_btime_ms(Path::new("/proc")));
+        ProcTable::build("/proc".into(), btime_ms, true)
+    }
+
+    /// Reads a `/proc`-shaped tree at `root` (for fixtures): `root/stat`
+    /// for the boot time and `root/[pid]/stat`, `root/[pid]/wchan`.
+    pub fn at(root: impl Into<PathBuf>) -> ProcTable {
+        let root = root.into();
+        let btime_ms = read_btime_ms(&root);
+        ProcTable::build(root, btime_ms, false)
+    }
+
+    fn build(root: PathBuf, btime_ms: Option<u64>, system: bool) -> ProcTable {
+        ProcTable {
+            btime_ms,
+            root,
+            system,
+            ticks: ticks_per_second(),
+            prev: None,
+            outsiders: HashSet::new(),
+            tree_root: None,
+            last_pid: None,
+            since_full_walk: 0,
+            dir: None,
+            buf: vec![0; 1024],
+        }
+    }
+
+    /// Returns the clock ticks per second CPU and start times are counted in.
+    pub fn ticks_per_second(&self) -> u64 {
+        self.ticks
+    }
+
+    /// Samples the descendants of `root_pid`: up to [`MAX_CHILDREN`], eldest
+    /// first. A root that no longer exists has no descendants.
+    pub fn sample(&mut self, root_pid: u32) -> Result<TreeSample, ProcsError> {
+        if self.system && cfg!(not(target_os = "linux")) {
+            return Err(ProcsError::Unsupported);
+        }
+        if self.tree_root != Some(root_pid) {
+            // What is known about one tree says nothing about another.
+            self.tree_root = Some(root_pid);
+            self.prev = None;
+            self.last_pid = None;
+        }
+        let table = self.read_table(root_pid)?;
+
+        let mut kids: HashMap<u32, Vec<usize>> = HashMap::new();
+        let mut root = None;
+        for (i, p) in table.iter().enumerate() {
+            kids.entry(p.ppid).or_default().push(i);
+            if p.pid == root_pid {
+                root = Some(i);
+            }
+        }
+        let mut tree: Vec<usize> = Vec::new();
+        if let Some(r) = root {
+            // The root is walked for CPU only; it is not its own child. The
+            // marks keep an odd table (a pid listed as its own parent) from
+            // looping.
+            let mut in_tree = vec![false; table.len()];
+            in_tree[r] = true;
+            let mut stack = vec![r];
+            while let Some(i) = stack.pop() {
+                for &c in kids.get(&table[i].pid).into_iter().flatten() {
+                    if !in_tree[c] {
+                        in_tree[c] = true;
+                        tree.push(c);
+                        stack.push(c);
+                    }
+                }
+            }
+        }
+
+        for &i in &tree {
+            self.outsiders.remove(&table[i].pid);
+        }
+
+        let cpu_ms = |p: &ProcStat| (p.utime + p.stime).saturating_mul(1000) / self.ticks;
+        let prev = self.prev.take();
+        let mut seen = HashMap::with_capacity(tree.len() + 1);
+        let mut tree_delta = 0u64;
+        for &i in tree.iter().chain(root.iter()) {
+            let p = &table[i];
+            let now = cpu_ms(p);
+            let before = prev
+                .as_ref()
+                .and_then(|m| m.get(&(p.pid, p.starttime)).copied());
+            tree_delta += now.saturating_sub(before.unwrap_or(0));
+            seen.insert((p.pid, p.starttime), now);
+        }
+
+        tree.sort_unstable_by_key(|&i| (table[i].starttime, table[i].pid));
+        let descendants = tree.len();
+        tree.truncate(MAX_CHILDREN);
+        let mut children = Vec::with_capacity(tree.len());
+        for &i in &tree {
+            let p = &table[i];
+            let now = seen[&(p.pid, p.starttime)];
+            let before = prev
+                .as_ref()
+                .and_then(|m| m.get(&(p.pid, p.starttime)).copied());
+            children.push(ChildInfo {
+                pid: p.pid,
+                name: p.comm.clone(),
+                state: p.state,
+                wchan: self.read_wchan(p.pid),
+                started_unix_ms: self
+                    .btime_ms
+                    .map(|b| b + p.starttime.saturating_mul(1000) / self.ticks),
+                cpu_ms: now,
+                cpu_delta_ms: before.map(|b| now.saturating_sub(b)),
+            });
+        }
+        let cpu_delta_ms = prev.is_some().then_some(tree_delta);
+        self.prev = Some(seen);
+        Ok(TreeSample {
+            children,
+            descendants,
+            cpu_delta_ms,
+        })
+    }
+
+    /// Reads the `stat` of every process that can be in the tree of
+    /// `root_pid`; processes that vanish while it walks, or whose line does
+    /// not parse, are left out.
+    ///
+    /// Reading every process's `stat` costs most of a sample, so a pid seen
+    /// outside the tree at the last sample is not read again: a process that
+    /// is not a descendant never becomes one (orphans move up to a reaper
+    /// that is already their ancestor, never across). Only pid reuse could
+    /// put a new descendant under an old outsider's pid, and reuse needs the
+    /// kernel's pid counter (`/proc/loadavg`, last field) to pass that pid
+    /// again: pids the counter passed since the last sample are read again.
+    /// A counter that went all the way round between two samples cannot be
+    /// told from one that did not move, so every
+    /// [`FULL_WALK_EVERY`]th sample reads everything anyway.
+    fn read_table(&mut self, root_pid: u32) -> Result<Vec<ProcStat>, ProcsError> {
+        let unreadable = |root: &Path, source| ProcsError::Unreadable {
+            path: root.to_path_buf(),
+            source,
+        };
+        let entries = std::fs::read_dir(&self.root).map_err(|e| unreadable(&self.root, e))?;
+        if self.dir.is_none() {
+            let dir = nix::fcntl::open(
+                &self.root,
+                OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(|e| unreadable(&self.root, e.into()))?;
+            self.dir = Some(dir);
+        }
+        let last_pid = self.read_last_pid();
+        let full = self.since_full_walk + 1 >= FULL_WALK_EVERY
+            || self.last_pid.is_none()
+            || last_pid.is_none();
+        let before = self.last_pid;
+        let passed = |pid: u32| match (before, last_pid) {
+            (Some(before), Some(now)) if now >= before => pid > before && pid <= now,
+            (Some(before), Some(now)) => pid > before || pid <= now,
+            _ => true,
+        };
+        let outsiders = std::mem::take(&mut self.outsiders);
+        let mut table = Vec::with_capacity(32);
+        let mut listed = Vec::with_capacity(256);
+        let mut name_buf = [0u8; 24];
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(pid) = name
+                .to_str()
+                .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            listed.push(pid);
+            if !full && pid != root_pid && outsiders.contains(&pid) && !passed(pid) {
+                continue;
+            }
+            let path = stat_path(&mut name_buf, pid, b"/stat");
+            let Some(bytes) = self.read_at(path) else {
+                continue;
+            };
+            match ProcStat::parse(&self.buf[..bytes]) {
+                Ok(stat) => table.push(stat),
+                Err(e) => {
+                    tracing::debug!(pid, error = %e, "process sampler: unparsable stat skipped")
+                }
+            }
+        }
+        self.last_pid = last_pid;
+        self.since_full_walk = if full { 0 } else { self.since_full_walk + 1 };
+        // Everything listed becomes an outsider except the tree, which the
+        // caller takes out again once it knows it.
+        self.outsiders = listed.into_iter().filter(|&p| p != root_pid).collect();
+        Ok(table)
+    }
+
+    /// Reads a small file relative to the table's directory into `buf`;
+    /// returns the length, or `None` if it could not be read.
+    fn read_at(&mut self, path: &CStr) -> Option<usize> {
+        let dir = self.dir.as_ref()?;
+        let fd = nix::fcntl::openat(dir, path, OFlag::O_RDONLY | OFlag::O_CLOEXEC, Mode::empty())
+            .ok()?;
+        // One read returns a whole stat line; keep reading only if the
+        // buffer filled up.
+        let mut len = 0;
+        loop {
+            if len == self.buf.len() {
+                self.buf.resize(len * 2, 0);
+            }
+            match nix::unistd::read(&fd, &mut self.buf[len..]) {
+                Ok(0) => return Some(len),
+                Ok(n) => {
+                    len += n;
+                    if self.buf[len - 1] == b'\n' {
+                        return Some(len);
+                    }
+                }
+                Err(nix::errno::Errno::EINTR) => {}
+                Err(_) => return None,
+            }
+        }
+    }
+
+    fn read_last_pid(&mut self) -> Option<u32> {
+        let bytes = self.read_at(c"loadavg")?;
+        let text = std::str::from_utf8(&self.buf[..bytes]).ok()?;
+        text.split_ascii_whitespace().nth(4)?.parse().ok()
+    }
+
+    fn read_wchan(&mut self, pid: u32) -> Option<String> {
+        let mut name_buf = [0u8; 24];
+        let bytes = self.read_at(stat_path(&mut name_buf, pid, b"/wchan"))?;
+        let text = std::str::from_utf8(&self.buf[..bytes]).ok()?.trim();
+        (!text.is_empty() && text != "0").then(|| text.to_owned())
+    }
+}
+
+/// Writes `{pid}{suffix}\0` into `buf` without allocating.
+fn stat_path<'a>(buf: &'a mut [u8; 24], pid: u32, suffix: &[u8]) -> &'a CStr {
+    let mut digits = [0u8; 10];
+    let mut n = pid;
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let digits = &digits[i..];
+    let end = digits.len() + suffix.len();
+    buf[..digits.len()].copy_from_slice(digits);
+    buf[digits.len()..end].copy_from_slice(suffix);
+    buf[end] = 0;
+    CStr::from_bytes_with_nul(&buf[..=end]).expect("one NUL, at the end")
+}
+
+fn read_btime_ms(root: &Path) -> Option<u64> {
+    let text = std::fs::read_to_string(root.join("stat")).ok()?;
+    parse_btime(&text).map(|s| s.saturating_mul(1000))
+}
+
+fn ticks_per_second() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    u64::try_from(t).ok().filter(|&t| t > 0).unwrap_or(100)
+}
+
+/// Samples the descendants of `root_pid` once from the system's `/proc`:
+/// up to [`MAX_CHILDREN`], eldest first, with no CPU deltas (there is no
+/// previous sample). Keep a [`ProcTable`] to sample repeatedly.
+///
+/// # Examples
+///
+/// ```
+/// # #[cfg(target_os = "linux")] {
+/// let children = stallguard_sources::procs::sample_once(std::process::id()).unwrap();
+/// assert!(children.iter().all(|c| c.cpu_delta_ms.is_none()));
+/// # }
+/// ```
+pub fn sample_once(root_pid: u32) -> Result<Vec<ChildInfo>, ProcsError> {
+    ProcTable::new().sample(root_pid).map(|s| s.children)
+}
+
+/// Checks a sampling interval against 1 s..=60 s (R5.5); out of range is
+/// refused with the range, never clamped.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use stallguard_sources::procs::check_interval;
+/// assert!(check_interval(Duration::from_secs(15)).is_ok());
+/// let err = check_interval(Duration::from_millis(500)).unwrap_err();
+/// assert_eq!(err.to_string(), "process sampling interval 500ms is out of range: must be 1s..=60s");
+/// ```
+pub fn check_interval(interval: Duration) -> Result<Duration, ProcsError> {
+    if (MIN_INTERVAL..=MAX_INTERVAL).contains(&interval) {
+        Ok(interval)
+    } else {
+        Err(ProcsError::Interval(interval))
+    }
+}
+
+/// The last sample of a process's descendants, shared with the guard.
+///
+/// Cheap to read: it returns what the sampler already has and never reads
+/// `/proc` itself (R4.2). `None` until the first sample, and after a sample
+/// failed.
+#[derive(Debug, Default)]
+pub struct SampledChildren {
+    last: Mutex<Option<Vec<ChildInfo>>>,
+}
+
+impl ChildProbe for SampledChildren {
+    fn children(&self) -> Option<Vec<ChildInfo>> {
+        self.last.lock().clone()
+    }
+}
+
+/// What the sampling thread and the owner share.
+struct Sampling {
+    pid: u32,
+    table: Mutex<ProcTable>,
+    cache: Arc<SampledChildren>,
+    recorder: Option<Recorder>,
+    warned: AtomicBool,
+}
+
+impl Sampling {
+    fn run(&self) -> Option<Vec<ChildInfo>> {
+        let sample = self.table.lock().sample(self.pid);
+        let children = match sample {
+            Ok(s) => {
+                if s.cpu_delta_ms.is_some_and(|d| d > 0) {
+                    if let Some(r) = &self.recorder {
+                        r.signal(SignalKind::Cpu);
+                    }
+                }
+                Some(s.children)
+            }
+            Err(e) => {
+                if !self.warned.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(pid = self.pid, error = %e, "process sampler cannot read the process table; children stay unknown");
+                }
+                None
+            }
+        };
+        *self.cache.last.lock() = children.clone();
+        children
+    }
+}
+
+/// Samples a process's descendants on an interval, off the request path
+/// (R5.5).
+///
+/// It runs on its own std thread, so it keeps sampling when the host's async
+/// runtime is blocked; the first sample is taken at once, then one every
+/// interval. When the tree (the root included) used CPU since the previous
+/// sample it records a `cpu` signal on the task. A table that cannot be read
+/// is logged once and the children stay absent. Dropping the sampler stops
+/// its thread.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use stallguard_sources::procs::ProcessSampler;
+/// use watchdog_core::ChildProbe;
+///
+/// let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+/// let sampler = ProcessSampler::spawn(std::process::id(), Duration::from_secs(15), None).unwrap();
+/// # #[cfg(target_os = "linux")] {
+/// let children = sampler.sample_now().unwrap();
+/// assert!(children.iter().any(|c| c.pid == child.id() && c.name == "sleep"));
+/// assert_eq!(sampler.children(), Some(children)); // the cached view
+/// # }
+/// assert!(ProcessSampler::spawn(1, Duration::from_secs(90), None).is_err());
+/// child.kill().unwrap();
+/// child.wait().unwrap();
+/// ```
+pub struct ProcessSampler {
+    sampling: Arc<Sampling>,
+    interval: Duration,
+    /// Dropping this wakes the thread to stop.
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl fmt::Debug for ProcessSampler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProcessSampler")
+            .field("pid", &self.sampling.pid)
+            .field("interval", &self.interval)
+            .field(
+                "children",
+                &self.sampling.cache.last.lock().as_ref().map(Vec::len),
+            )
+            .finish()
+    }
+}
+
+impl ProcessSampler {
+    /// Starts sampling the descendants of `pid` from the system's `/proc`
+    /// every `interval` (1 s..=60 s). With a `recorder`, the task gets the
+    /// cached view for status and stall events, and `cpu` signals.
+    pub fn spawn(
+        pid: u32,
+        interval: Duration,
+        recorder: Option<Recorder>,
+    ) -> Result<ProcessSampler, ProcsError> {
+        ProcessSampler::with_table(ProcTable::new(), pid, interval, recorder)
+    }
+
+    /// Starts sampling like [`ProcessSampler::spawn`], from `table`.
+    pub fn with_table(
+        table: ProcTable,
+        pid: u32,
+        interval: Duration,
+        recorder: Option<Recorder>,
+    ) -> Result<ProcessSampler, ProcsError> {
+        let interval = check_interval(interval)?;
+        let cache = Arc::new(SampledChildren::default());
+        if let Some(r) = &recorder {
+            r.set_children_probe(Arc::clone(&cache) as Arc<dyn ChildProbe>);
+        }
+        let sampling = Arc::new(Sampling {
+            pid,
+            table: Mutex::new(table),
+            cache,
+            recorder,
+            warned: AtomicBool::new(false),
+        });
+        let (stop, stopped) = mpsc::channel::<()>();
+        let worker = Arc::clone(&sampling);
+        let thread = std::thread::Builder::new()
+            .name("stallguard-procs".into())
+            .spawn(move || loop {
+                worker.run();
+                match stopped.recv_timeout(interval) {
+                    Err(mpsc::RecvTimeoutError::Timeout) => {}
+                    _ => return,
+                }
+            })
+            .map_err(ProcsError::Thread)?;
+        Ok(ProcessSampler {
+            sampling,
+            interval,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    /// Returns the root process id.
+    pub fn pid(&self) -> u32 {
+        self.sampling.pid
+    }
+
+    /// Returns the sampling interval.
+    pub fn interval(&self) -> Duration {
+        self.interval
+    }
+
+    /// Takes a sample now, on the caller's thread, updates the cached view
+    /// and returns it; `None` when the table cannot be read.
+    pub fn sample_now(&self) -> Option<Vec<ChildInfo>> {
+        self.sampling.run()
+    }
+
+    /// Returns the cached view to attach to a task with
+    /// [`Recorder::set_children_probe`].
+    pub fn probe(&self) -> Arc<SampledChildren> {
+        Arc::clone(&self.sampling.cache)
+    }
+}
+
+impl ChildProbe for ProcessSampler {
+    fn children(&self) -> Option<Vec<ChildInfo>> {
+        self.sampling.cache.children()
+    }
+}
+
+impl Drop for ProcessSampler {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            if thread.thread().id() != std::thread::current().id() {
+                let _ = thread.join();
+            }
+        }
+    }
+}

@@ -1,0 +1,538 @@
+//! Process-table sampling (R5.5) against real process trees and against
+//! fixture `/proc` text (tests/fixtures/proc). Real processes are spawned in
+//! their own process group and killed with it when the test ends; waiting on
+//! them is always a bounded poll.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use nix::sys::signal::{kill, killpg, Signal};
+use nix::unistd::Pid;
+use proptest::prelude::*;
+use stallguard_sources::procs::{
+    check_interval, sample_once, ProcStat, ProcTable, ProcessSampler, StatError, FULL_WALK_EVERY,
+    MAX_CHILDREN,
+};
+use watchdog_core::{
+    ChildInfo, ChildProbe, EventKind, Guard, ManualClock, ProcState, Profile, RecordingSink,
+    SignalKind,
+};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// A process group spawned for one test, killed (and reaped) on drop.
+struct Group(Child);
+
+impl Group {
+    fn spawn(script: &str) -> Group {
+        let child = Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .process_group(0)
+            .spawn()
+            .expect("sh spawns");
+        Group(child)
+    }
+
+    fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let _ = killpg(Pid::from_raw(self.0.id() as i32), Signal::SIGKILL);
+        let _ = self.0.wait();
+    }
+}
+
+/// Samples until `done` holds, at most [`WAIT`]; a real process tree takes
+/// real time to fork and exec, so this is the one place that sleeps.
+fn sample_until(
+    table: &mut ProcTable,
+    root: u32,
+    what: &str,
+    done: impl Fn(&[ChildInfo]) -> bool,
+) -> Vec<ChildInfo> {
+    let start = Instant::now();
+    loop {
+        let children = table.sample(root).expect("/proc is readable").children;
+        if done(&children) {
+            return children;
+        }
+        assert!(
+            start.elapsed() < WAIT,
+            "gave up waiting for {what}: {children:#?}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn names(children: &[ChildInfo]) -> Vec<&str> {
+    children.iter().map(|c| c.name.as_str()).collect()
+}
+
+#[test]
+fn two_background_sleeps_are_sampled_as_sleeping_children() {
+    // R5.5: pid, executable name, state, start time, CPU.
+    let group = Group::spawn("sleep 30 & sleep 30 & wait");
+    let mut table = ProcTable::new();
+    let kids = sample_until(&mut table, group.pid(), "two sleeping sleeps", |c| {
+        names(c) == ["sleep", "sleep"] && c.iter().all(|c| c.state == ProcState::Sleeping)
+    });
+    let now_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    for c in &kids {
+        let started = c.started_unix_ms.expect("btime is readable");
+        // A label from the wall clock: sanity bounds only, an hour wide.
+        assert!(
+            started.abs_diff(now_ms) < 3_600_000,
+            "{c:?} vs now {now_ms}"
+        );
+        assert_ne!(c.pid, group.pid());
+    }
+    assert!(
+        kids[0].started_unix_ms <= kids[1].started_unix_ms,
+        "eldest first: {kids:?}"
+    );
+    let again = table.sample(group.pid()).unwrap().children;
+    assert_eq!(names(&again), ["sleep", "sleep"]);
+    assert!(
+        again.iter().all(|c| c.cpu_delta_ms.is_some()),
+        "seen twice, so deltas: {again:?}"
+    );
+
+    // A fresh table has nothing to compare with: deltas are absent.
+    let once = sample_once(group.pid()).unwrap();
+    assert_eq!(names(&once), ["sleep", "sleep"]);
+    assert!(once.iter().all(|c| c.cpu_delta_ms.is_none()));
+}
+
+#[test]
+fn a_child_that_exits_is_gone_from_the_next_sample() {
+    let group = Group::spawn("sleep 30 & sleep 30 & wait");
+    let mut table = ProcTable::new();
+    let kids = sample_until(&mut table, group.pid(), "two sleeps", |c| {
+        names(c) == ["sleep", "sleep"]
+    });
+    kill(Pid::from_raw(kids[0].pid as i32), Signal::SIGKILL).unwrap();
+    // The shell's `wait` reaps it; after that it is in no sample.
+    let left = sample_until(&mut table, group.pid(), "one sleep left", |c| c.len() == 1);
+    assert_eq!(left[0].pid, kids[1].pid);
+}
+
+#[test]
+fn an_unreaped_child_is_a_zombie_and_not_a_suspect() {
+    // The exec'd `sleep 30` never waits, so `sleep 0.1` stays a zombie.
+    let group = Group::spawn("sleep 0.1 & exec sleep 30");
+    let mut table = ProcTable::new();
+    let kids = sample_until(&mut table, group.pid(), "a zombie child", |c| {
+        c.len() == 1 && c[0].state == ProcState::Zombie
+    });
+    assert_eq!(kids[0].name, "sleep");
+    assert_eq!(kids[0].cpu_delta_ms, Some(0));
+    assert!(
+        !kids[0].is_suspect(),
+        "a zombie uses no CPU by nature: {kids:?}"
+    );
+}
+
+#[test]
+fn a_stopped_child_is_reported_stopped_and_idle_children_become_suspects() {
+    // R5.5: long-lived children with no CPU since the last sample are suspects.
+    let group = Group::spawn("sleep 30 & wait");
+    let mut table = ProcTable::new();
+    let kids = sample_until(&mut table, group.pid(), "a sleep", |c| {
+        names(c) == ["sleep"]
+    });
+    kill(Pid::from_raw(kids[0].pid as i32), Signal::SIGSTOP).unwrap();
+    let kids = sample_until(&mut table, group.pid(), "a stopped sleep", |c| {
+        c.len() == 1 && c[0].state == ProcState::Stopped
+    });
+    assert_eq!(kids[0].cpu_delta_ms, Some(0));
+    assert!(kids[0].is_suspect());
+}
+
+#[test]
+fn a_busy_tree_records_cpu_signals_on_the_task() {
+    // R5.5 + R2.6: CPU used since the last sample is a `cpu` signal.
+    let group = Group::spawn("while :; do :; done & wait");
+    let guard = Guard::builder().clock(ManualClock::new()).build();
+    let task = guard.start("busy", Profile::default()).unwrap();
+    let sampler =
+        ProcessSampler::spawn(group.pid(), Duration::from_secs(60), Some(task.recorder())).unwrap();
+    let start = Instant::now();
+    while task.last_signal(SignalKind::Cpu).is_none() {
+        assert!(start.elapsed() < WAIT, "no cpu signal from a busy loop");
+        std::thread::sleep(Duration::from_millis(20));
+        sampler.sample_now();
+    }
+    let kids = sampler.children().unwrap();
+    assert!(kids.iter().any(|c| c.cpu_ms > 0), "{kids:?}");
+}
+
+#[test]
+fn sampler_thread_feeds_status_and_stall_suspects() {
+    // R4.2: status shows the cached children; R3.1: the stall names them.
+    let group = Group::spawn("sleep 30 & wait");
+    let rec = RecordingSink::new();
+    let guard = Guard::builder()
+        .clock(ManualClock::new())
+        .sink(rec.clone())
+        .build();
+    let profile = Profile::default()
+        .idle(Duration::from_secs(30))
+        .heartbeat_interval(None);
+    let task = guard.start_process("build", profile, group.pid()).unwrap();
+    let sampler =
+        ProcessSampler::spawn(group.pid(), Duration::from_secs(1), Some(task.recorder())).unwrap();
+    assert_eq!(sampler.interval(), Duration::from_secs(1));
+
+    // The thread's first sample lands without being asked for.
+    let start = Instant::now();
+    loop {
+        let status = task.status().unwrap();
+        if status
+            .children
+            .as_deref()
+            .is_some_and(|c| names(c) == ["sleep"])
+        {
+            break;
+        }
+        assert!(
+            start.elapsed() < WAIT,
+            "status never showed the sleep: {:?}",
+            status.children
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // A second sample gives the deltas that make an idle child a suspect.
+    let kids = sampler.sample_now().unwrap();
+    assert!(kids[0].is_suspect(), "{kids:?}");
+
+    guard.advance(Duration::from_secs(30));
+    assert!(rec.wait_for("build", "stalled", WAIT));
+    let stalled = rec.events().into_iter().find_map(|e| match e.kind {
+        EventKind::Stalled { children, .. } => Some(children),
+        _ => None,
+    });
+    let named = stalled.flatten().expect("the stall names children");
+    assert!(named.iter().any(|c| c.name == "sleep"), "{named:?}");
+    drop(sampler); // stops the thread, promptly
+}
+
+#[test]
+fn intervals_outside_one_to_sixty_seconds_are_refused() {
+    for bad in [
+        Duration::ZERO,
+        Duration::from_millis(999),
+        Duration::from_secs(61),
+    ] {
+        let err = ProcessSampler::spawn(1, bad, None).unwrap_err().to_string();
+        assert!(err.contains("1s..=60s"), "{err}");
+        assert!(check_interval(bad).is_err());
+    }
+    for good in [
+        Duration::from_secs(1),
+        Duration::from_secs(15),
+        Duration::from_secs(60),
+    ] {
+        assert_eq!(check_interval(good).unwrap(), good);
+    }
+}
+
+#[test]
+fn an_unreadable_table_leaves_children_absent() {
+    // R5.5: a sampler that cannot read the table logs once; fields stay absent.
+    let err = ProcTable::at("/nonexistent/proc")
+        .sample(1)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("/nonexistent/proc"), "{err}");
+    let sampler = ProcessSampler::with_table(
+        ProcTable::at("/nonexistent/proc"),
+        1,
+        Duration::from_secs(60),
+        None,
+    )
+    .unwrap();
+    assert_eq!(sampler.sample_now(), None);
+    assert_eq!(sampler.children(), None);
+}
+
+#[test]
+fn a_root_that_is_gone_has_no_children() {
+    let mut child = Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    assert_eq!(ProcTable::new().sample(pid).unwrap().children, []);
+}
+
+#[test]
+fn at_most_24_children_eldest_first() {
+    let group = Group::spawn("for i in $(seq 30); do sleep 30 & done; wait");
+    let mut table = ProcTable::new();
+    let start = Instant::now();
+    let sample = loop {
+        let s = table.sample(group.pid()).unwrap();
+        if s.descendants == 30 && s.children.iter().all(|c| c.name == "sleep") {
+            break s;
+        }
+        assert!(
+            start.elapsed() < WAIT,
+            "30 sleeps never showed: {}",
+            s.descendants
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert_eq!(sample.children.len(), MAX_CHILDREN);
+    let starts: Vec<_> = sample.children.iter().map(|c| c.started_unix_ms).collect();
+    assert!(starts.windows(2).all(|w| w[0] <= w[1]), "{starts:?}");
+}
+
+// ---- fixture /proc text ----
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/proc")
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+#[test]
+fn fixture_tree_names_states_wchan_and_order() {
+    let mut table = ProcTable::at(fixture());
+    let ticks = table.ticks_per_second();
+    let sample = table.sample(100).unwrap();
+    // 104 (truncated) and 106 (garbage) are skipped, 200 is not ours.
+    assert_eq!(sample.descendants, 4);
+    let got: Vec<_> = sample
+        .children
+        .iter()
+        .map(|c| (c.pid, c.name.as_str(), c.state, c.wchan.as_deref()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (102, "my (weird) prog) x", ProcState::Sleeping, None), // wchan "0"
+            (105, "sleep", ProcState::Stopped, Some("do_signal_stop")),
+            (101, "grep", ProcState::DiskWait, Some("io_schedule")),
+            (103, "sh", ProcState::Zombie, None), // no wchan file
+        ]
+    );
+    let grep = &sample.children[2];
+    assert_eq!(grep.cpu_ms, 65 * 1000 / ticks);
+    assert_eq!(
+        grep.started_unix_ms,
+        Some(1_700_000_000_000 + 2000 * 1000 / ticks)
+    );
+    assert!(grep.is_suspect(), "D state is always a suspect");
+    assert_eq!(grep.cpu_delta_ms, None);
+    assert_eq!(sample.cpu_delta_ms, None);
+}
+
+#[test]
+fn fixture_second_sample_has_deltas_and_a_reused_pid_starts_over() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&fixture(), dir.path());
+    let mut table = ProcTable::at(dir.path());
+    let ticks = table.ticks_per_second();
+    table.sample(100).unwrap();
+
+    // grep used 100 more ticks of user time; 105's pid was reused by a new
+    // process (a later start time) that already used 10 ticks.
+    let stat = |pid: u32| dir.path().join(pid.to_string()).join("stat");
+    let grep = std::fs::read_to_string(stat(101))
+        .unwrap()
+        .replacen(" 40 25 ", " 140 25 ", 1);
+    std::fs::write(stat(101), grep).unwrap();
+    let reused = std::fs::read_to_string(stat(105))
+        .unwrap()
+        .replacen(" 0 0 0 0 20 ", " 10 0 0 0 20 ", 1)
+        .replacen(" 1500 ", " 5000 ", 1);
+    std::fs::write(stat(105), reused).unwrap();
+
+    let sample = table.sample(100).unwrap();
+    let by_pid = |pid| sample.children.iter().find(|c| c.pid == pid).unwrap();
+    assert_eq!(by_pid(101).cpu_delta_ms, Some(100 * 1000 / ticks));
+    assert_eq!(by_pid(102).cpu_delta_ms, Some(0));
+    assert!(by_pid(102).is_suspect());
+    assert_eq!(
+        by_pid(105).cpu_delta_ms,
+        None,
+        "a reused pid is a new process"
+    );
+    assert_eq!(sample.children.last().unwrap().pid, 105, "now the youngest");
+    assert_eq!(
+        sample.cpu_delta_ms,
+        Some(100 * 1000 / ticks + 10 * 1000 / ticks)
+    );
+}
+
+#[test]
+fn outsiders_are_read_again_only_when_the_pid_counter_passes_them() {
+    // The cost cut of ProcTable: a pid outside the tree is not re-read until
+    // the kernel's pid counter (loadavg's last field) passes it, or until the
+    // next full walk.
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&fixture(), dir.path());
+    let set_last_pid = |pid: u32| {
+        std::fs::write(
+            dir.path().join("loadavg"),
+            format!("0.00 0.00 0.00 1/90 {pid}\n"),
+        )
+        .unwrap();
+    };
+    let adopt = |pid: u32, start: u64| {
+        // A new process under the root, at `pid`.
+        let line = format!("{pid} (new) S 100 0 0 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 {start} 0 0\n");
+        std::fs::create_dir_all(dir.path().join(pid.to_string())).unwrap();
+        std::fs::write(dir.path().join(pid.to_string()).join("stat"), line).unwrap();
+    };
+    let pids = |t: &mut ProcTable| -> Vec<u32> {
+        let mut p: Vec<u32> = t
+            .sample(100)
+            .unwrap()
+            .children
+            .iter()
+            .map(|c| c.pid)
+            .collect();
+        p.sort_unstable();
+        p
+    };
+    set_last_pid(200);
+    let mut table = ProcTable::at(dir.path());
+    assert_eq!(pids(&mut table), [101, 102, 103, 105]);
+
+    // A brand-new pid the counter passed is read.
+    set_last_pid(301);
+    adopt(301, 6000);
+    assert_eq!(pids(&mut table), [101, 102, 103, 105, 301]);
+
+    // Outsider 200 reused after the counter wrapped past it: read again.
+    set_last_pid(250);
+    adopt(200, 7000);
+    assert_eq!(pids(&mut table), [101, 102, 103, 105, 200, 301]);
+
+    // Outsider 106 "reused" with no counter movement (impossible in a real
+    // kernel short of a full wrap): missed until the next full walk.
+    adopt(106, 8000);
+    let mut samples = 0;
+    while !pids(&mut table).contains(&106) {
+        samples += 1;
+        assert!(
+            samples < FULL_WALK_EVERY,
+            "no full walk after {samples} samples"
+        );
+    }
+    assert!(samples > 0, "an outsider was re-read without cause");
+}
+
+#[test]
+fn stat_lines_that_do_not_parse_are_errors_naming_the_field() {
+    let cases: [(&[u8], StatError); 6] = [
+        (b"", StatError::NoCommand),
+        (b"104 (trunc", StatError::NoCommand),
+        (b"104 ) oops (", StatError::NoCommand),
+        (b"x (sh) S 1", StatError::BadPid),
+        (
+            b"7 (sh) S 1 2 3",
+            StatError::Missing {
+                name: "utime",
+                field: 14,
+            },
+        ),
+        (
+            b"7 (sh) SS 1",
+            StatError::Invalid {
+                name: "state",
+                field: 3,
+                value: "SS".into(),
+            },
+        ),
+    ];
+    for (line, want) in cases {
+        assert_eq!(
+            ProcStat::parse(line),
+            Err(want),
+            "{}",
+            String::from_utf8_lossy(line)
+        );
+    }
+    let garbage = std::fs::read(fixture().join("106/stat")).unwrap();
+    let err = ProcStat::parse(&garbage).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "stat field 14 (utime) is not valid: `notanumber`"
+    );
+}
+
+#[test]
+fn stat_of_this_very_process_parses() {
+    let text = std::fs::read(format!("/proc/{}/stat", std::process::id())).unwrap();
+    let stat = ProcStat::parse(&text).unwrap();
+    assert_eq!(stat.pid, std::process::id());
+    assert_eq!(stat.ppid, std::os::unix::process::parent_id());
+}
+
+proptest! {
+    #[test]
+    fn parse_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+        let _ = ProcStat::parse(&bytes);
+    }
+
+    #[test]
+    fn any_command_name_round_trips(comm in "[ -~]{0,15}", pid in 1u32.., ppid in 0u32.., start in any::<u64>()) {
+        let line = format!("{pid} ({comm}) R {ppid} 0 0 0 -1 0 0 0 0 0 3 4 0 0 20 0 1 0 {start} 0 0\n");
+        let stat = ProcStat::parse(line.as_bytes()).unwrap();
+        prop_assert_eq!(stat.comm, comm);
+        prop_assert_eq!((stat.pid, stat.ppid, stat.utime, stat.stime, stat.starttime), (pid, ppid, 3, 4, start));
+    }
+}
+
+/// A quick cost check, not a benchmark (those live in the benches): prints
+/// the mean time of a full sample of this test process's tree. Run with
+/// `cargo test -p stallguard-sources --test procs --release -- --ignored --nocapture`.
+#[test]
+#[ignore = "prints timings; not an assertion"]
+fn sample_cost_quick_check() {
+    let group = Group::spawn("sleep 30 & sleep 30 & wait");
+    let mut table = ProcTable::new();
+    let _ = table.sample(group.pid());
+    let n = 200;
+    let start = Instant::now();
+    for _ in 0..n {
+        std::hint::black_box(table.sample(group.pid()).unwrap());
+    }
+    let steady = start.elapsed() / n;
+    let start = Instant::now();
+    for _ in 0..n {
+        std::hint::black_box(sample_once(group.pid()).unwrap());
+    }
+    let full = start.elapsed() / n;
+    let procs = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .count();
+    eprintln!("{steady:?} per steady sample, {full:?} per full walk, over {procs} processes");
+}
