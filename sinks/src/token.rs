@@ -250,7 +250,7 @@ impl CancelTokenSink {
             },
         );
         t.names.insert(Arc::clone(name), id);
-        if t.highest_started.map_or(true, |h| id > h) {
+        if t.highest_started.is_none_or(|h| id > h) {
             t.highest_started = Some(id);
         }
     }
