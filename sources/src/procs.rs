@@ -384,7 +384,8 @@ impl ProcTable {
             self.outsiders.remove(&table[i].pid);
         }
 
-        let cpu_ms = |p: &ProcStat| (p.utime + p.stime).saturating_mul(1000) / self.ticks;
+        let cpu_ms =
+            |p: &ProcStat| p.utime.saturating_add(p.stime).saturating_mul(1000) / self.ticks;
         let prev = self.prev.take();
         let mut seen = HashMap::with_capacity(tree.len() + 1);
         let mut tree_delta = 0u64;
@@ -394,7 +395,7 @@ impl ProcTable {
             let before = prev
                 .as_ref()
                 .and_then(|m| m.get(&(p.pid, p.starttime)).copied());
-            tree_delta += now.saturating_sub(before.unwrap_or(0));
+            tree_delta = tree_delta.saturating_add(now.saturating_sub(before.unwrap_or(0)));
             seen.insert((p.pid, p.starttime), now);
         }
 
@@ -415,7 +416,7 @@ impl ProcTable {
                 wchan: self.read_wchan(p.pid),
                 started_unix_ms: self
                     .btime_ms
-                    .map(|b| b + p.starttime.saturating_mul(1000) / self.ticks),
+                    .map(|b| b.saturating_add(p.starttime.saturating_mul(1000) / self.ticks)),
                 cpu_ms: now,
                 cpu_delta_ms: before.map(|b| now.saturating_sub(b)),
             });

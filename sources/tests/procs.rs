@@ -442,6 +442,24 @@ fn outsiders_are_read_again_only_when_the_pid_counter_passes_them() {
 }
 
 #[test]
+fn absurd_counters_saturate_instead_of_panicking() {
+    let dir = tempfile::tempdir().unwrap();
+    let max = u64::MAX;
+    for (pid, ppid) in [(10u32, 1u32), (11, 10), (12, 10)] {
+        let line =
+            format!("{pid} (x) R {ppid} 0 0 0 -1 0 0 0 0 0 {max} {max} 0 0 20 0 1 0 {max} 0 0\n");
+        std::fs::create_dir_all(dir.path().join(pid.to_string())).unwrap();
+        std::fs::write(dir.path().join(pid.to_string()).join("stat"), line).unwrap();
+    }
+    std::fs::write(dir.path().join("stat"), format!("btime {max}\n")).unwrap();
+    let mut table = ProcTable::at(dir.path());
+    table.sample(10).unwrap();
+    let sample = table.sample(10).unwrap();
+    assert_eq!(sample.children.len(), 2);
+    assert_eq!(sample.cpu_delta_ms, Some(0));
+}
+
+#[test]
 fn stat_lines_that_do_not_parse_are_errors_naming_the_field() {
     let cases: [(&[u8], StatError); 6] = [
         (b"", StatError::NoCommand),
