@@ -121,6 +121,17 @@ impl<F: Fn() -> Vec<u8> + Send + Sync> OutputTail for F {
     }
 }
 
+/// A shared tail is a tail: the runner keeps one handle to write into it
+/// and registers another.
+impl<T: OutputTail + ?Sized> OutputTail for Arc<T> {
+    fn snapshot(&self) -> Vec<u8> {
+        (**self).snapshot()
+    }
+    fn total_bytes(&self) -> Option<u64> {
+        (**self).total_bytes()
+    }
+}
+
 /// The structured first message a monitor gets (R6.6).
 ///
 /// `output_tail` is redacted. The exit status is unavailable by construction:

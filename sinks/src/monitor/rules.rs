@@ -239,7 +239,7 @@ impl MonitorAgent for RuleMonitor {
         }
         let due = self
             .last_progress_note
-            .map_or(true, |t| update.elapsed.saturating_sub(t) >= PROGRESS_EVERY);
+            .is_none_or(|t| update.elapsed.saturating_sub(t) >= PROGRESS_EVERY);
         if !due {
             return Ok(None);
         }
