@@ -216,7 +216,10 @@ fn every_mistake_names_file_line_key_and_expectation() {
             );
         }
         assert!(!err.contains('\n'), "{what}: one line expected: {err:?}");
-        assert!(!err.contains("$__"), "{what}: serde internals leaked: {err:?}");
+        assert!(
+            !err.contains("$__"),
+            "{what}: serde internals leaked: {err:?}"
+        );
     }
 }
 

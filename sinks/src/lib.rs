@@ -1,13 +1,18 @@
 //! Action sinks for stallguard (SPEC §6): where events and cancel/kill
 //! actions go. Each sink is one module implementing [`watchdog_core::Sink`].
 
-#![warn(missing_docs, missing_debug_implementations, unreachable_pub, rust_2018_idioms)]
-pub mod trace;
+#![warn(
+    missing_docs,
+    missing_debug_implementations,
+    unreachable_pub,
+    rust_2018_idioms
+)]
+pub mod callback;
 pub mod channel;
-pub mod token;
-pub mod process;
+pub mod control;
 pub mod jsonl;
 pub mod metrics;
-pub mod callback;
-pub mod control;
 pub mod monitor;
+pub mod process;
+pub mod token;
+pub mod trace;

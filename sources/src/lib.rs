@@ -3,12 +3,17 @@
 //! signals on a task's [`watchdog_core::Recorder`]. Each source is one module
 //! of the same shape and uses the core's public API only.
 
-#![warn(missing_docs, missing_debug_implementations, unreachable_pub, rust_2018_idioms)]
-pub mod output;
+#![warn(
+    missing_docs,
+    missing_debug_implementations,
+    unreachable_pub,
+    rust_2018_idioms
+)]
 pub mod args;
-pub mod tools;
-pub mod notify;
-pub mod procs;
 pub mod background;
 pub mod file;
 pub mod mcp;
+pub mod notify;
+pub mod output;
+pub mod procs;
+pub mod tools;
