@@ -377,6 +377,16 @@ fn redact_masks_every_fake_secret() {
 fn no_secret_reaches_the_monitor() {
     let w = World::new();
     let task = w.start("secrets", Profile::default());
+    // Registering again before the monitor opens replaces the target; the
+    // command line itself carries a credential.
+    let out = Arc::clone(&w.output);
+    w.monitor.watch(
+        task.id(),
+        MonitorTarget::new(
+            "mysql -u root --password Pa55w0rdFlag -e 'select 1'",
+            move || out.lock().clone(),
+        ),
+    );
     for (line, _) in &SECRETS[..8] {
         w.write(&task, &format!("{line}\n"));
     }
@@ -399,6 +409,10 @@ fn no_secret_reaches_the_monitor() {
         );
     }
     assert!(shown.contains("[REDACTED]"));
+    assert!(
+        shown.contains("Command: mysql -u root --password [REDACTED] -e"),
+        "{shown}"
+    );
     assert!(
         shown.contains("accepted"),
         "the rest of the line still shows:\n{shown}"
@@ -721,4 +735,26 @@ fn real_process_is_monitored_on_a_real_clock() {
         "{obs:#?}"
     );
     assert!(obs.iter().all(|o| !o.text.contains("abc")), "{obs:#?}");
+}
+
+// R6.6: only tasks the runner registered get a monitor.
+#[test]
+fn unregistered_task_gets_no_monitor() {
+    let w = World::new();
+    let task = w
+        .guard
+        .start("agent-turn", monitored(Profile::default()))
+        .unwrap();
+    w.run_for(SECS(8), MS(500), || {});
+    task.finish_completed();
+    assert!(w.calls().is_empty(), "{:?}", w.kinds());
+    assert!(w.events.types_for("agent-turn").contains(&"long_running"));
+    // Registered too late: ignored, and nothing lingers.
+    w.monitor
+        .watch(task.id(), MonitorTarget::new("late", Vec::new));
+    assert!(
+        format!("{:?}", w.monitor).contains("watched: 0"),
+        "{:?}",
+        w.monitor
+    );
 }

@@ -142,7 +142,7 @@ pub struct MonitorBrief {
     pub task: TaskId,
     /// The task's name.
     pub name: Arc<str>,
-    /// The command, as the runner registered it.
+    /// The command, as the runner registered it, redacted.
     pub command: String,
     /// The working directory, when the runner knows it.
     pub cwd: Option<PathBuf>,

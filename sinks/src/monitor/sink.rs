@@ -327,12 +327,13 @@ impl MonitorSink {
 
     /// Registers a task to monitor if it runs long. Registering a task again
     /// before its monitor opens replaces the target; after, it is ignored
-    /// (one monitor per task).
+    /// (one monitor per task), and so is a task that already finished.
     pub fn watch(&self, task: TaskId, target: MonitorTarget) {
         let mut t = self.shared.tasks.lock();
-        if t.watched.get(&task).is_some_and(|w| !w.state.is_open())
-            || !t.watched.contains_key(&task)
-        {
+        if t.finished.contains(&task) {
+            return;
+        }
+        if t.watched.get(&task).is_none_or(|w| !w.state.is_open()) {
             let state = MonitorState::new(target.command, target.cwd, self.shared.settings.clone());
             t.watched.insert(
                 task,
@@ -444,7 +445,13 @@ struct Tasks {
     /// The latest event's instant and the real time it arrived, for "now"
     /// without a clock.
     anchor: Option<(Nanos, Instant)>,
+    /// Recently finished tasks, so a late `watch` does not leave an entry
+    /// that no `finished` will ever remove.
+    finished: VecDeque<TaskId>,
 }
+
+/// How many finished task ids `Tasks::finished` remembers.
+const FINISHED_KEPT: usize = 1024;
 
 struct Watched {
     state: MonitorState,
@@ -470,6 +477,12 @@ impl Shared {
         let opened = {
             let mut t = self.tasks.lock();
             t.anchor = Some((event.at, Instant::now()));
+            if matches!(event.kind, EventKind::Finished { .. }) {
+                t.finished.push_back(event.task);
+                if t.finished.len() > FINISHED_KEPT {
+                    t.finished.pop_front();
+                }
+            }
             let Some(w) = t.watched.get_mut(&event.task) else {
                 return;
             };

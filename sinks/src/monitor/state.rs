@@ -215,7 +215,8 @@ impl MonitorState {
         MonitorCall::Open(MonitorBrief {
             task: event.task,
             name: Arc::clone(&event.name),
-            command: self.command.clone(),
+            // Command lines carry credentials too (`--password x`).
+            command: redact(&self.command),
             cwd: self.cwd.clone(),
             started: event
                 .wall
