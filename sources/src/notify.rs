@@ -352,7 +352,53 @@ impl NotifySocket {
         NotifySocket::bind_inner(dir.join("notify.sock"), Some(dir), recorder)
     }
 
+    /// Binds a socket at `path` (which must not exist) without serving it
+    /// yet: datagrams wait in the kernel's queue until
+    /// [`PendingNotifySocket::attach`].
+    ///
+    /// A runner binds first, hands the path to the child it spawns, and
+    /// attaches the task's recorder once the task exists (its `started`
+    /// event needs the child's pid), so nothing the child sends in its
+    /// first instants is lost.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::unix::net::UnixDatagram;
+    /// use std::time::Duration;
+    /// use stallguard_sources::notify::NotifySocket;
+    /// use watchdog_core::{Guard, ManualClock, Profile};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let pending = NotifySocket::prepare(dir.path().join("n.sock")).unwrap();
+    /// // The child starts and speaks before the task exists.
+    /// UnixDatagram::unbound().unwrap().send_to(b"WATCHDOG=1", pending.path()).unwrap();
+    /// let guard = Guard::builder().clock(ManualClock::new()).build();
+    /// let task = guard.start("svc", Profile::default()).unwrap();
+    /// let socket = pending.attach(task.recorder()).unwrap();
+    /// assert!(socket.wait_for_datagrams(1, Duration::from_secs(10)));
+    /// assert_eq!(socket.heartbeats(), 1);
+    /// ```
+    pub fn prepare(path: impl AsRef<Path>) -> Result<PendingNotifySocket, NotifyError> {
+        let path = path.as_ref().to_path_buf();
+        let socket = bind_private(&path, None)?;
+        Ok(PendingNotifySocket {
+            path,
+            socket: Some(socket),
+        })
+    }
+
     fn bind_inner(
+        path: PathBuf,
+        own_dir: Option<PathBuf>,
+        recorder: Recorder,
+    ) -> Result<NotifySocket, NotifyError> {
+        let socket = bind_private(&path, own_dir.as_deref())?;
+        NotifySocket::serve_bound(socket, path, own_dir, recorder)
+    }
+
+    fn serve_bound(
+        socket: UnixDatagram,
         path: PathBuf,
         own_dir: Option<PathBuf>,
         recorder: Recorder,
@@ -363,17 +409,6 @@ impl NotifySocket {
             }
             e
         };
-        let socket = UnixDatagram::bind(&path).map_err(|source| {
-            cleanup_dir(NotifyError::Bind {
-                path: path.clone(),
-                source,
-            })
-        })?;
-        if let Err(source) = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
-        {
-            let _ = std::fs::remove_file(&path);
-            return Err(cleanup_dir(NotifyError::Permissions { path, source }));
-        }
         let fail = |source: io::Error| {
             let _ = std::fs::remove_file(&path);
             cleanup_dir(NotifyError::Thread(source))
@@ -489,6 +524,59 @@ fn private_dir(parent: &Path) -> Result<PathBuf, NotifyError> {
 }
 
 /// The serving loop: wait for a datagram or the stop byte, never spinning.
+/// Binds `path` and makes it owner-only; on failure removes what it made.
+fn bind_private(path: &Path, own_dir: Option<&Path>) -> Result<UnixDatagram, NotifyError> {
+    let cleanup_dir = |e| {
+        if let Some(dir) = own_dir {
+            let _ = std::fs::remove_dir(dir);
+        }
+        e
+    };
+    let socket = UnixDatagram::bind(path).map_err(|source| {
+        cleanup_dir(NotifyError::Bind {
+            path: path.to_path_buf(),
+            source,
+        })
+    })?;
+    if let Err(source) = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)) {
+        let _ = std::fs::remove_file(path);
+        return Err(cleanup_dir(NotifyError::Permissions {
+            path: path.to_path_buf(),
+            source,
+        }));
+    }
+    Ok(socket)
+}
+
+/// A bound notify socket not yet serving a task (see
+/// [`NotifySocket::prepare`]); dropping it removes the socket file.
+#[derive(Debug)]
+pub struct PendingNotifySocket {
+    path: PathBuf,
+    socket: Option<UnixDatagram>,
+}
+
+impl PendingNotifySocket {
+    /// Returns the socket's path: the value for a child's `NOTIFY_SOCKET`.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Starts serving `recorder`, first draining what queued meanwhile.
+    pub fn attach(mut self, recorder: Recorder) -> Result<NotifySocket, NotifyError> {
+        let socket = self.socket.take().expect("socket present until attached");
+        NotifySocket::serve_bound(socket, std::mem::take(&mut self.path), None, recorder)
+    }
+}
+
+impl Drop for PendingNotifySocket {
+    fn drop(&mut self) {
+        if self.socket.is_some() {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
 fn serve(socket: &UnixDatagram, woken: &UnixDatagram, shared: &Shared, recorder: &Recorder) {
     let mut buf = vec![0u8; MAX_DATAGRAM];
     let mut cmsg = nix::cmsg_space!([RawFd; SCM_MAX_FD], libc::ucred);

@@ -161,8 +161,16 @@ impl Run {
             .stdin(Stdio::inherit())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        if let Some(place) = &notify {
-            command.env("NOTIFY_SOCKET", &place.path);
+        // Bound before the spawn so nothing the command sends in its first
+        // instants is lost; served once the task (which needs the pid for
+        // its `started` event, R8.3) exists.
+        let pending_notify = notify.as_ref().and_then(|place| {
+            NotifySocket::prepare(&place.path)
+                .map_err(|e| console.line(&format!("stallguard: no NOTIFY_SOCKET: {e}")))
+                .ok()
+        });
+        if let Some(pending) = &pending_notify {
+            command.env("NOTIFY_SOCKET", pending.path());
         }
         let mut child = match command.spawn() {
             Ok(c) => c,
@@ -194,12 +202,9 @@ impl Run {
             }
         };
 
-        // The socket is bound right after the spawn because the task (and
-        // its recorder) needs the pid for its `started` event (R8.3); a
-        // datagram sent in the first instants of the command is lost, which
-        // sd_notify clients tolerate. See the report on the core's API.
-        let _notify_socket = notify.as_ref().and_then(|place| {
-            NotifySocket::bind(&place.path, task.recorder())
+        let _notify_socket = pending_notify.and_then(|pending| {
+            pending
+                .attach(task.recorder())
                 .map_err(|e| console.line(&format!("stallguard: no NOTIFY_SOCKET: {e}")))
                 .ok()
         });
