@@ -121,6 +121,13 @@ fn record_kinds(c: &mut Criterion) {
     g.bench_function("floor_coarse_clock_plus_store", |b| {
         b.iter(|| black_box(&floor).store(coarse_now(), Ordering::Relaxed))
     });
+    let out = rec.output_counter();
+    g.bench_function("output_counter_no_newline", |b| {
+        b.iter(|| out.record(black_box(64), 0))
+    });
+    g.bench_function("output_counter_with_newline", |b| {
+        b.iter(|| out.record(black_box(64), 1))
+    });
     g.bench_function("output_no_newline", |b| {
         b.iter(|| rec.output(black_box(64), 0))
     });
@@ -165,16 +172,18 @@ fn timed_outputs(rec: &Recorder, other: Option<&Recorder>, iters: u64) -> Durati
         if let Some(o) = other {
             let barrier = &barrier;
             s.spawn(move || {
+                let out = o.output_counter();
                 barrier.wait();
                 for i in 0..iters {
-                    o.output(black_box(i & 63), 0);
+                    out.record(black_box(i & 63), 0);
                 }
             });
         }
+        let out = rec.output_counter();
         barrier.wait();
         let t = Instant::now();
         for i in 0..iters {
-            rec.output(black_box(i & 63), 0);
+            out.record(black_box(i & 63), 0);
         }
         t.elapsed()
     })

@@ -18,7 +18,7 @@ use std::task::{Context, Poll};
 
 use parking_lot::Mutex;
 use tokio::io::{AsyncRead, ReadBuf};
-use watchdog_core::Recorder;
+use watchdog_core::{OutputCounter, Recorder};
 
 /// The default size of an output tail: 64 KiB (R5.1).
 pub const DEFAULT_TAIL: usize = 64 * 1024;
@@ -146,7 +146,8 @@ impl Tail {
 
 /// The counting shared by both readers: totals, the recorder, the tail.
 struct Counter {
-    recorder: Recorder,
+    /// This reader's own single-writer counter on the task (R9.1).
+    output: OutputCounter,
     tail: Option<Tail>,
     bytes: u64,
     lines: u64,
@@ -161,7 +162,7 @@ impl Counter {
         let lines = memchr::memchr_iter(b'\n', data).count() as u64;
         self.bytes = self.bytes.saturating_add(data.len() as u64);
         self.lines = self.lines.saturating_add(lines);
-        self.recorder.output(data.len() as u64, lines);
+        self.output.record(data.len() as u64, lines);
         if let Some(tail) = &self.tail {
             tail.push(data);
         }
@@ -171,7 +172,7 @@ impl Counter {
 impl fmt::Debug for Counter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Counter")
-            .field("task", &self.recorder.id())
+            .field("task", &self.output.recorder().id())
             .field("bytes", &self.bytes)
             .field("lines", &self.lines)
             .field("tail", &self.tail)
@@ -255,7 +256,7 @@ impl<R: io::Read> CountingReader<R> {
         CountingReader {
             inner,
             counter: Counter {
-                recorder,
+                output: recorder.output_counter(),
                 tail: None,
                 bytes: 0,
                 lines: 0,
@@ -310,7 +311,7 @@ impl<R: AsyncRead + Unpin> AsyncCountingReader<R> {
         AsyncCountingReader {
             inner,
             counter: Counter {
-                recorder,
+                output: recorder.output_counter(),
                 tail: None,
                 bytes: 0,
                 lines: 0,

@@ -163,6 +163,7 @@ impl Default for MonotonicClock {
 }
 
 #[cfg(target_os = "linux")]
+#[inline]
 fn raw_mono() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,

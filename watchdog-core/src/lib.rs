@@ -57,7 +57,7 @@ pub use error::GuardError;
 pub use event::{
     Action, ActionKind, Budget, ChildInfo, Event, EventKind, Outcome, ProcState, TaskId,
 };
-pub use guard::{Guard, GuardBuilder, Recorder, TaskHandle};
+pub use guard::{Guard, GuardBuilder, OutputCounter, Recorder, TaskHandle};
 pub use profile::{Profile, ProfileError};
 pub use signal::{KindSet, SignalKind, UnknownKind};
 pub use sink::{Delivered, Delivery, RecordingSink, Sink, SinkError};

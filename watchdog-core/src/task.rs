@@ -707,13 +707,14 @@ impl TaskCtl {
         let idle_remaining = self
             .silence_budget()
             .map(|(_, limit)| limit.saturating_sub(active.saturating_since(self.silence_from())));
+        let (total_bytes, total_lines) = self.cell.totals();
         EventKind::Heartbeat {
             last_output_age: self
                 .cell
                 .last(SignalKind::Output)
                 .map(|t| e.saturating_since(t)),
-            total_lines: self.cell.lines.load(std::sync::atomic::Ordering::Relaxed),
-            total_bytes: self.cell.bytes.load(std::sync::atomic::Ordering::Relaxed),
+            total_lines,
+            total_bytes,
             idle_remaining,
             deadline: self.deadline_at.map(|t| {
                 t.saturating_since(self.start)
@@ -723,7 +724,7 @@ impl TaskCtl {
     }
 
     pub(crate) fn status(&self, now: Nanos, clock: &dyn Clock) -> TaskStatus {
-        use std::sync::atomic::Ordering::Relaxed;
+        let (total_bytes, total_lines) = self.cell.totals();
         let active = self.paused_at.unwrap_or(now);
         let state = match self.life {
             Life::Working if !self.background.is_empty() || self.unnamed_background => {
@@ -817,8 +818,8 @@ impl TaskCtl {
                 .cell
                 .last(SignalKind::Output)
                 .map(|t| now.saturating_since(t)),
-            total_bytes: self.cell.bytes.load(Relaxed),
-            total_lines: self.cell.lines.load(Relaxed),
+            total_bytes,
+            total_lines,
             strikes: self.strikes,
             stall_count: self.stall_count,
             budgets,
