@@ -255,6 +255,17 @@ fn spawn_group(script: &str) -> (Child, GroupKiller) {
     (child, killer)
 }
 
+/// Polls until process `pid` runs `name` (its `exec` happened, so any
+/// `trap` before it is in force), or the bound passes.
+fn wait_exec(pid: u32, name: &str) {
+    let start = Instant::now();
+    while std::fs::read_to_string(format!("/proc/{pid}/comm")).map_or(true, |c| c.trim() != name) {
+        assert!(start.elapsed() < BOUND, "process {pid} never became {name}");
+        // A real process is being waited on.
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// Waits on a real child for up to `bound`.
 fn wait_child(child: &mut Child, bound: Duration) -> Option<std::process::ExitStatus> {
     let start = Instant::now();
@@ -596,6 +607,7 @@ fn a_command_killed_from_outside_exits_137() {
 fn a_blocked_host_runtime_still_kills_a_silent_process() {
     let (mut child, _killer) = spawn_group("trap '' TERM; exec sleep 300");
     let pgid = child.id();
+    wait_exec(pgid, "sleep");
     let procs = ProcessSink::new();
     let rec = RecordingSink::new();
     let guard = Guard::builder()
@@ -744,6 +756,7 @@ impl Sink for Hanging {
 fn panicking_failing_and_hanging_sinks_never_keep_the_kill_from_a_process() {
     let (mut child, _killer) = spawn_group("trap '' TERM; exec sleep 300");
     let pgid = child.id();
+    wait_exec(pgid, "sleep");
     let (hold, hung) = mpsc::channel::<()>();
     let failing_inline = Arc::new(Failing(Delivery::Inline, AtomicUsize::new(0)));
     let failing_isolated = Arc::new(Failing(Delivery::Isolated, AtomicUsize::new(0)));
