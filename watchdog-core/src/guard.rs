@@ -225,6 +225,15 @@ impl Guard {
                 return Err(GuardError::DuplicateName(name.to_string()));
             }
             let now = inner.clock.now();
+            // Tasks started with an equal profile share one allocation:
+            // runners start thousands of tasks from a handful of profiles.
+            let profile = match &s.last_profile {
+                Some(p) if **p == *profile => Arc::clone(p),
+                _ => {
+                    s.last_profile = Some(Arc::clone(&profile));
+                    profile
+                }
+            };
             let (ctl, cell) = TaskCtl::new(id, Arc::clone(&name), profile, pid, now);
             let mut out = Out::new(&*inner.clock);
             ctl.started(&mut out);
@@ -346,6 +355,9 @@ struct Scheduler {
     timers: BinaryHeap<Reverse<(Nanos, TaskId, u64)>>,
     /// When the driver plans to wake; an earlier due must unpark it.
     planned_wake: Option<Nanos>,
+    /// The profile of the last task started, shared with the next task
+    /// started with an equal one.
+    last_profile: Option<Arc<Profile>>,
 }
 
 pub(crate) struct Inner {
