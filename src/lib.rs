@@ -30,3 +30,8 @@ pub use stallguard_sinks as sinks;
 pub use stallguard_sources as sources;
 pub use watchdog_core as core;
 pub use watchdog_core::*;
+
+/// Keeps the README's Rust example compiling and passing.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
