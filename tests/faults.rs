@@ -365,12 +365,10 @@ fn a_command_that_forks_grandchildren_and_exits_does_not_hang_stallguard() {
     assert_eq!(finished["exit_code"], 0, "{finished}");
 }
 
-// R10.3: after stallguard exits, nothing of the command's process group is
-// left running unwatched. Known gap: the CLI does not signal the group once
-// its leader has exited, so the two `sleep 300` outlive it (see
-// GUARANTEES.md, "Known gaps"). Run with `--ignored` to check a fix.
+// R10.2, R10.3: after stallguard exits, nothing of the command's process
+// group is left running unwatched: once the leader exits, what is left of
+// the group gets SIGTERM, then SIGKILL after the grace period.
 #[test]
-#[ignore = "known gap: `stallguard run` leaves an exited command's grandchildren running"]
 fn grandchildren_of_an_exited_command_are_not_left_behind() {
     let mut killer = GroupKiller::none();
     let (out, _, pgid) = run_forking_command(&mut killer);

@@ -264,6 +264,8 @@ fn watchdog_trigger_cancels_with_its_reason() {
         _ => None,
     });
     assert_eq!(reason.as_deref(), Some(TRIGGER_REASON));
+    // The counters are updated after the datagram's effects are delivered.
+    assert!(socket.wait_for_datagrams(1, WAIT));
     assert_eq!(socket.stats().triggers, 1);
 }
 

@@ -275,6 +275,11 @@ impl Run {
             }
         });
 
+        // R10.2: nothing the command started outlives it. Background
+        // children still in its process group get SIGTERM, then SIGKILL
+        // after the grace period, as a stalled command would.
+        stop_leftovers(pid, self.profile.grace_period, &console);
+
         // Let the pumps finish the command's last bytes; grandchildren that
         // keep the pipes open get a bounded wait, not a hang.
         let drain_until = std::time::Instant::now() + DRAIN_AFTER_EXIT;
@@ -334,6 +339,42 @@ fn sample_interval(p: &Profile) -> Duration {
         .min()
         .unwrap_or(Duration::from_secs(30));
     (shortest / 2).clamp(Duration::from_secs(1), Duration::from_secs(15))
+}
+
+/// Stops what is left of the command's process group after its leader
+/// exited: SIGTERM, up to `grace` for it to go, then SIGKILL, then up to
+/// 2 s to confirm (polling /proc: a real process is being waited on).
+fn stop_leftovers(pgid: u32, grace: Duration, console: &Console) {
+    use nix::sys::signal::Signal;
+    use stallguard::sinks::process::group_members;
+    let members = || group_members(pgid).unwrap_or_default();
+    let gone_within = |bound: Duration| {
+        let until = std::time::Instant::now() + bound;
+        loop {
+            if members().is_empty() {
+                return true;
+            }
+            if std::time::Instant::now() >= until {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    if members().is_empty() {
+        return;
+    }
+    forward(pgid, Signal::SIGTERM);
+    if gone_within(grace) {
+        return;
+    }
+    forward(pgid, Signal::SIGKILL);
+    if !gone_within(Duration::from_secs(2)) {
+        let left: Vec<String> = members().iter().map(u32::to_string).collect();
+        console.line(&format!(
+            "stallguard: cleanup unconfirmed: processes {} of the command's group still run",
+            left.join(", ")
+        ));
+    }
 }
 
 /// Forwards a signal stallguard received to the command's process group.
