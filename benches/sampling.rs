@@ -1,0 +1,66 @@
+//! Criterion bench of process-table sampling (SPEC R5.5, R9.4): one full
+//! sample of a real process tree's descendants through stallguard's
+//! `/proc` reader, against `sysinfo`'s refresh of every process (what a user
+//! must do to find descendants with it). The side-by-side table with `ps`
+//! is `cargo run --release --example compare`.
+//!
+//! Run: `cargo bench -p stallguard --bench sampling`.
+
+use std::hint::black_box;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use stallguard::sources::procs;
+
+/// A shell with children and a grandchild, in its own process group.
+struct Tree(Child);
+
+impl Tree {
+    fn spawn() -> Self {
+        let child = Command::new("sh")
+            .args([
+                "-c",
+                "sleep 120 & sleep 120 & (sleep 120 & sleep 120 & wait) & wait",
+            ])
+            .stdin(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("spawn sh");
+        Tree(child)
+    }
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        let pgid = nix::unistd::Pid::from_raw(self.0.id() as i32);
+        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+        let _ = self.0.wait();
+    }
+}
+
+fn sampling(c: &mut Criterion) {
+    let tree = Tree::spawn();
+    let root = tree.0.id();
+    let mut g = c.benchmark_group("sampling");
+    g.sample_size(30);
+    g.bench_function("stallguard_sample_once_full_walk", |b| {
+        b.iter(|| black_box(procs::sample_once(root).expect("sample")))
+    });
+    let mut table = procs::ProcTable::new();
+    g.bench_function("stallguard_proc_table_reused", |b| {
+        b.iter(|| black_box(table.sample(root).expect("sample")))
+    });
+    let mut sys = sysinfo::System::new();
+    g.bench_function("sysinfo_refresh_all", |b| {
+        b.iter(|| {
+            sys.refresh_processes(sysinfo::ProcessesToUpdate::All, true);
+            black_box(sys.processes().len())
+        })
+    });
+    g.finish();
+    drop(tree);
+}
+
+criterion_group!(benches, sampling);
+criterion_main!(benches);
