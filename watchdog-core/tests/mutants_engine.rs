@@ -1001,6 +1001,40 @@ fn recording_signals_adds_no_timer_entries() {
     assert_eq!(rec.types_for("hot"), ["started"]);
 }
 
+// R9.3: a timer entry left behind when a task's due instant moved is stale:
+// when it comes up it is dropped, not evaluated and re-armed beside the
+// live one (which would leave two entries per task from then on).
+#[test]
+fn stale_timer_entries_are_dropped_when_they_come_up() {
+    let (guard, rec, _) = setup();
+    let t = guard
+        .start("st", quiet().idle(secs(10)).execution(secs(100)))
+        .unwrap();
+    t.output(1, 0);
+    assert_eq!(guard.timer_entries(), 1);
+    t.tool_started("c", "sql").unwrap(); // due moves from 10 s to 100 s
+    assert_eq!(guard.timer_entries(), 2, "the 10 s entry is now stale");
+    guard.advance(secs(20));
+    assert_eq!(guard.timer_entries(), 1, "the stale entry was dropped");
+    guard.advance(secs(80));
+    assert_eq!(timeline(&rec, "st")[1], ("stalled", secs(100)));
+    t.finish_completed();
+    assert_eq!(guard.timer_entries(), 1, "finished tasks are not re-armed");
+    guard.advance(secs(200));
+    assert_eq!(guard.timer_entries(), 0);
+}
+
+// The handle's guard is the guard that started it.
+#[test]
+fn handle_guard_is_the_guard_that_started_it() {
+    let (guard, _, _) = setup();
+    let t = guard.start("mine", quiet()).unwrap();
+    let via_handle = t.guard();
+    assert_eq!(via_handle.status("mine").unwrap().id, t.id());
+    via_handle.advance(secs(1));
+    assert_eq!(guard.status("mine").unwrap().elapsed, secs(1));
+}
+
 // R4.2: statuses of every live task come in start order; the guard's clock
 // reading and its timer count are what the test drove.
 #[test]
