@@ -7,20 +7,16 @@
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+mod common;
+use common::{events, stallguard, types};
+
 /// Generous bound for anything that should take a couple of seconds.
 const BOUND: Duration = Duration::from_secs(30);
-
-fn stallguard(dir: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_stallguard"));
-    // A fresh directory: no ./stallguard.toml unless the test writes one.
-    c.current_dir(dir).stdin(Stdio::null());
-    c
-}
 
 /// Waits for `child` with a bound, killing it if the bound passes.
 fn wait_bounded(mut child: Child) -> Output {
@@ -50,21 +46,6 @@ fn run(dir: &Path, args: &[&str]) -> Output {
         .spawn()
         .unwrap();
     wait_bounded(child)
-}
-
-fn events(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
-}
-
-fn types(events: &[Value]) -> Vec<String> {
-    events
-        .iter()
-        .map(|e| e["type"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 fn stderr(out: &Output) -> String {

@@ -24,6 +24,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use stallguard::sinks::process::{GroupSignal, KillOutcome, ProcessSink};
+
+mod common;
+use common::{events, stallguard, types};
 use stallguard::{
     Action, Delivery, Event, EventKind, Guard, ManualClock, Outcome, Profile, RecordingSink, Sink,
     SinkError,
@@ -56,13 +59,6 @@ impl Drop for GroupKiller {
             unsafe { libc::kill(-(pgid as i32), libc::SIGKILL) };
         }
     }
-}
-
-fn stallguard(dir: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_stallguard"));
-    // A fresh directory: no ./stallguard.toml is picked up.
-    c.current_dir(dir).stdin(Stdio::null());
-    c
 }
 
 /// Waits for `child` with a bound, killing it if the bound passes; its
@@ -100,21 +96,6 @@ fn wait_bounded(mut child: Child) -> Output {
         stdout: stdout.join().unwrap(),
         stderr: stderr.join().unwrap(),
     }
-}
-
-fn events(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
-}
-
-fn types(events: &[Value]) -> Vec<String> {
-    events
-        .iter()
-        .map(|e| e["type"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 /// R3.8, R8.3: exactly one `finished`, and it is the last line.
