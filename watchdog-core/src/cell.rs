@@ -104,7 +104,9 @@ impl TaskCell {
         }
         // +1 on the bits so that a first value of 0.0 still counts as a rise
         // from "never".
-        let bits = value.to_bits() + 1;
+        // `+ 0.0` turns -0.0 into 0.0: its sign bit would otherwise make it
+        // compare above every positive value and block later progress.
+        let bits = (value + 0.0).to_bits() + 1;
         self.progress.fetch_max(bits, Relaxed) < bits
     }
 

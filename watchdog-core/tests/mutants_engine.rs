@@ -1167,12 +1167,10 @@ fn event_wall_time_is_taken_with_its_monotonic_instant() {
 
 // R2.6: -0.0 is zero, not a huge value: after a first progress of -0.0 a
 // rising value must still count. `TaskCell::raise_progress` compares raw
-// f64 bits, and -0.0 passes the `>= 0.0` check with its sign bit set, so
-// its bits are larger than every positive float's and every later rise is
-// refused: a task reporting MCP progress 0 as -0.0 then stalls while its
-// progress climbs.
+// f64 bits, and -0.0 has its sign bit set; unnormalised, its bits were
+// larger than every positive float's and every later rise was refused (a
+// task reporting MCP progress 0 as -0.0 stalled while its progress climbed).
 #[test]
-#[ignore = "core bug: progress(-0.0) poisons the progress high-water mark (cell.rs raise_progress)"]
 fn negative_zero_progress_does_not_block_later_progress() {
     let (guard, rec, _) = setup();
     let t = guard.start("nz", quiet().idle(secs(10))).unwrap();
