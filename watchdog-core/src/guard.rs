@@ -238,7 +238,7 @@ impl Guard {
             let mut out = Out::new(&*inner.clock);
             ctl.started(&mut out);
             s.names.insert(Arc::clone(&name), id);
-            s.tasks.insert(id, ctl);
+            s.tasks.insert(id, Box::new(ctl));
             inner.rearm(&mut s, id);
             inner.dispatch.push(out.items);
             cell
@@ -359,7 +359,8 @@ impl Guard {
 
 #[derive(Default)]
 struct Scheduler {
-    tasks: HashMap<TaskId, TaskCtl>,
+    /// Boxed: the table then grows by 16-byte entries, not by whole tasks.
+    tasks: HashMap<TaskId, Box<TaskCtl>>,
     names: HashMap<Arc<str>, TaskId>,
     timers: BinaryHeap<Reverse<(Nanos, TaskId, u64)>>,
     /// When the driver plans to wake; an earlier due must unpark it.
