@@ -85,6 +85,19 @@ impl<'a> Out<'a> {
     }
 }
 
+/// A task's rarely used state: tool calls, steps, background tasks and
+/// children. Boxed on first use so a task that only records signals stays
+/// small (R9.3).
+#[derive(Debug, Default)]
+struct Cold {
+    in_flight: Vec<CallRecord>,
+    last_call: Option<CallRecord>,
+    step: Option<String>,
+    background: Vec<BackgroundTask>,
+    unnamed_background: bool,
+    children: Option<Arc<dyn ChildProbe>>,
+}
+
 #[derive(Debug)]
 pub(crate) struct TaskCtl {
     pub(crate) id: TaskId,
@@ -113,18 +126,26 @@ pub(crate) struct TaskCtl {
     next_heartbeat: Option<Nanos>,
     long_running_at: Option<Nanos>,
     kill_at: Option<Nanos>,
-    in_flight: Vec<CallRecord>,
-    last_call: Option<CallRecord>,
-    step: Option<String>,
-    background: Vec<BackgroundTask>,
-    unnamed_background: bool,
-    children: Option<Arc<dyn ChildProbe>>,
+    /// What most tasks never use, allocated on first use (R9.3).
+    cold: Option<Box<Cold>>,
     /// Generation of the live timer entry; older heap entries are stale.
     pub(crate) gen: u64,
     pub(crate) armed: Option<Nanos>,
 }
 
 impl TaskCtl {
+    fn cold_mut(&mut self) -> &mut Cold {
+        self.cold.get_or_insert_with(Box::default)
+    }
+
+    fn probe(&self) -> Option<&Arc<dyn ChildProbe>> {
+        self.cold.as_deref()?.children.as_ref()
+    }
+
+    fn in_flight(&self) -> &[CallRecord] {
+        self.cold.as_deref().map_or(&[], |c| &c.in_flight)
+    }
+
     pub(crate) fn new(
         id: TaskId,
         name: Arc<str>,
@@ -161,12 +182,7 @@ impl TaskCtl {
             next_heartbeat: profile.heartbeat_interval.map(|i| start + i),
             long_running_at: profile.long_running_after.map(|d| start + d),
             kill_at: None,
-            in_flight: Vec::new(),
-            last_call: None,
-            step: None,
-            background: Vec::new(),
-            unnamed_background: false,
-            children: None,
+            cold: None,
             gen: 0,
             armed: None,
             profile,
@@ -247,7 +263,7 @@ impl TaskCtl {
 
     /// The silence budget that applies now, and its name (R2.1–R2.3).
     fn silence_budget(&self) -> Option<(Budget, Duration)> {
-        if !self.in_flight.is_empty() {
+        if !self.in_flight().is_empty() {
             self.profile
                 .execution_budget()
                 .map(|d| (Budget::Execution, d))
@@ -367,7 +383,7 @@ impl TaskCtl {
         self.anchor = e;
         self.cell.set_flag(STALLED, true);
         let silent = e.saturating_since(self.silent_since);
-        let children = self.children.as_ref().and_then(|p| p.children()).map(|c| {
+        let children = self.probe().and_then(|p| p.children()).map(|c| {
             c.into_iter()
                 .filter(ChildInfo::is_suspect)
                 .collect::<Vec<_>>()
@@ -504,7 +520,7 @@ impl TaskCtl {
         if self.life == Life::Finished {
             return Err(self.settling_error());
         }
-        if self.in_flight.iter().any(|c| c.id == id) {
+        if self.in_flight().iter().any(|c| c.id == id) {
             return Err(GuardError::DuplicateCall {
                 task: self.name.to_string(),
                 call: id.to_owned(),
@@ -516,13 +532,14 @@ impl TaskCtl {
             started: e,
             finished: None,
         };
-        self.last_call = Some(CallRecord {
+        let cold = self.cold_mut();
+        cold.last_call = Some(CallRecord {
             id: call.id.clone(),
             name: call.name.clone(),
             started: e,
             finished: None,
         });
-        self.in_flight.push(call);
+        cold.in_flight.push(call);
         Ok(())
     }
 
@@ -535,20 +552,21 @@ impl TaskCtl {
         if self.life == Life::Finished {
             return Err(self.settling_error());
         }
-        let Some(pos) = self.in_flight.iter().position(|c| c.id == id) else {
+        let Some(pos) = self.in_flight().iter().position(|c| c.id == id) else {
             return Err(GuardError::UnknownCall {
                 task: self.name.to_string(),
                 call: id.to_owned(),
             });
         };
-        let mut call = self.in_flight.remove(pos);
+        let cold = self.cold_mut();
+        let mut call = cold.in_flight.remove(pos);
         call.finished = Some((e, outcome));
-        self.step = Some(format!(
+        cold.step = Some(format!(
             "tool \"{}\" finished ({})",
             call.name,
             outcome_str(outcome)
         ));
-        self.last_call = Some(call);
+        cold.last_call = Some(call);
         Ok(())
     }
 
@@ -658,7 +676,7 @@ impl TaskCtl {
     }
 
     pub(crate) fn set_step(&mut self, step: String) {
-        self.step = Some(step);
+        self.cold_mut().step = Some(step);
     }
 
     pub(crate) fn set_pid(&mut self, pid: u32) {
@@ -666,19 +684,20 @@ impl TaskCtl {
     }
 
     pub(crate) fn set_children(&mut self, probe: Arc<dyn ChildProbe>) {
-        self.children = Some(probe);
+        self.cold_mut().children = Some(probe);
     }
 
     pub(crate) fn set_background(&mut self, tasks: Vec<BackgroundTask>, unnamed: bool) {
-        self.background = tasks;
-        self.unnamed_background = unnamed;
+        let cold = self.cold_mut();
+        cold.background = tasks;
+        cold.unnamed_background = unnamed;
     }
 
     pub(crate) fn last_step(&self) -> Option<String> {
-        if let Some(call) = self.in_flight.last() {
+        if let Some(call) = self.in_flight().last() {
             return Some(format!("tool \"{}\" still running", call.name));
         }
-        if let Some(step) = &self.step {
+        if let Some(step) = self.cold.as_deref().and_then(|c| c.step.as_ref()) {
             return Some(step.clone());
         }
         SignalKind::ALL
@@ -693,7 +712,8 @@ impl TaskCtl {
             at: clock.wall_at(t),
             age: now.saturating_since(t),
         };
-        self.last_call.as_ref().map(|c| LastCall {
+        let call = self.cold.as_deref()?.last_call.as_ref();
+        call.map(|c| LastCall {
             id: c.id.clone(),
             name: c.name.clone(),
             started: stamp(c.started),
@@ -727,7 +747,12 @@ impl TaskCtl {
         let (total_bytes, total_lines) = self.cell.totals();
         let active = self.paused_at.unwrap_or(now);
         let state = match self.life {
-            Life::Working if !self.background.is_empty() || self.unnamed_background => {
+            Life::Working
+                if self
+                    .cold
+                    .as_deref()
+                    .is_some_and(|c| !c.background.is_empty() || c.unnamed_background) =>
+            {
                 TaskState::Monitoring
             }
             Life::Working => TaskState::Working,
@@ -753,7 +778,7 @@ impl TaskCtl {
             silence(Budget::Startup, self.profile.startup_budget());
         }
         silence(Budget::Idle, self.profile.idle_budget());
-        if self.profile.execution.is_some() || !self.in_flight.is_empty() {
+        if self.profile.execution.is_some() || !self.in_flight().is_empty() {
             silence(Budget::Execution, self.profile.execution_budget());
         }
         if let (Some(limit), Some(t)) = (self.profile.deadline, self.deadline_at) {
@@ -804,11 +829,11 @@ impl TaskCtl {
             paused: self.paused_at.is_some(),
             started_at: clock.wall_at(self.start),
             elapsed: now.saturating_since(self.start),
-            phase: if self.in_flight.is_empty() {
+            phase: if self.in_flight().is_empty() {
                 Phase::Idle
             } else {
                 Phase::Executing {
-                    tools: self.in_flight.len(),
+                    tools: self.in_flight().len(),
                 }
             },
             last_step: self.last_step(),
@@ -826,10 +851,13 @@ impl TaskCtl {
             children: if self.is_settling() {
                 None
             } else {
-                self.children.as_ref().and_then(|p| p.children())
+                self.probe().and_then(|p| p.children())
             },
-            background: self.background.clone(),
-            unnamed_background: self.unnamed_background,
+            background: self
+                .cold
+                .as_deref()
+                .map_or_else(Vec::new, |c| c.background.clone()),
+            unnamed_background: self.cold.as_deref().is_some_and(|c| c.unnamed_background),
         }
     }
 }
