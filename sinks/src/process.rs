@@ -402,6 +402,28 @@ fn target(pid: u32) -> Result<Option<Pid>, KillOutcome> {
     }
 }
 
+/// Waits until no live member of process group `pgid` is left, or `bound`
+/// passes: `Confirmed` with the time it took, else `Unconfirmed` with the
+/// pids still running. Polls `/proc` with a short backoff (there is nothing
+/// to block on for another process's group).
+///
+/// # Examples
+///
+/// ```
+/// use std::os::unix::process::CommandExt;
+/// use std::time::Duration;
+/// use stallguard_sinks::process::{wait_group_gone, KillOutcome};
+///
+/// let mut child = std::process::Command::new("true").process_group(0).spawn().unwrap();
+/// let pgid = child.id();
+/// child.wait().unwrap();
+/// let gone = wait_group_gone(pgid, Duration::from_secs(5));
+/// assert!(matches!(gone, KillOutcome::Confirmed { .. }));
+/// ```
+pub fn wait_group_gone(pgid: u32, bound: Duration) -> KillOutcome {
+    confirm_gone(Pid::from_raw(pgid as i32), bound)
+}
+
 /// Polls until no live member of `pgid` is left or `bound` passes.
 fn confirm_gone(pgid: Pid, bound: Duration) -> KillOutcome {
     let start = Instant::now();

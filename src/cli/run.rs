@@ -343,33 +343,20 @@ fn sample_interval(p: &Profile) -> Duration {
 
 /// Stops what is left of the command's process group after its leader
 /// exited: SIGTERM, up to `grace` for it to go, then SIGKILL, then up to
-/// 2 s to confirm (polling /proc: a real process is being waited on).
+/// 2 s to confirm, as the process sink does for a stalled command.
 fn stop_leftovers(pgid: u32, grace: Duration, console: &Console) {
     use nix::sys::signal::Signal;
-    use stallguard::sinks::process::group_members;
-    let members = || group_members(pgid).unwrap_or_default();
-    let gone_within = |bound: Duration| {
-        let until = std::time::Instant::now() + bound;
-        loop {
-            if members().is_empty() {
-                return true;
-            }
-            if std::time::Instant::now() >= until {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    };
-    if members().is_empty() {
+    use stallguard::sinks::process::{group_members, wait_group_gone, KillOutcome};
+    if group_members(pgid).map_or(true, |m| m.is_empty()) {
         return;
     }
     forward(pgid, Signal::SIGTERM);
-    if gone_within(grace) {
+    if let KillOutcome::Confirmed { .. } = wait_group_gone(pgid, grace) {
         return;
     }
     forward(pgid, Signal::SIGKILL);
-    if !gone_within(Duration::from_secs(2)) {
-        let left: Vec<String> = members().iter().map(u32::to_string).collect();
+    if let KillOutcome::Unconfirmed { left } = wait_group_gone(pgid, Duration::from_secs(2)) {
+        let left: Vec<String> = left.iter().map(u32::to_string).collect();
         console.line(&format!(
             "stallguard: cleanup unconfirmed: processes {} of the command's group still run",
             left.join(", ")
