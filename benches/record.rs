@@ -24,6 +24,10 @@ use watchdog_core::{
     TaskHandle,
 };
 
+#[path = "support/mod.rs"]
+mod support;
+use support::coarse_now;
+
 // ---------------------------------------------------------------------------
 // Memory accounting
 
@@ -92,18 +96,6 @@ impl Sink for CountingSink {
     fn delivery(&self) -> Delivery {
         Delivery::Inline
     }
-}
-
-#[inline(always)]
-fn coarse_now() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec and the clock id is valid
-    // on every Linux since 2.6.32.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
-    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 // ---------------------------------------------------------------------------

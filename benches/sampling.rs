@@ -7,41 +7,17 @@
 //! Run: `cargo bench -p stallguard --bench sampling`.
 
 use std::hint::black_box;
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use stallguard::sources::procs;
 
-/// A shell with children and a grandchild, in its own process group.
-struct Tree(Child);
-
-impl Tree {
-    fn spawn() -> Self {
-        let child = Command::new("sh")
-            .args([
-                "-c",
-                "sleep 120 & sleep 120 & (sleep 120 & sleep 120 & wait) & wait",
-            ])
-            .stdin(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .expect("spawn sh");
-        Tree(child)
-    }
-}
-
-impl Drop for Tree {
-    fn drop(&mut self) {
-        let pgid = nix::unistd::Pid::from_raw(self.0.id() as i32);
-        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
-        let _ = self.0.wait();
-    }
-}
+#[path = "support/mod.rs"]
+mod support;
+use support::Tree;
 
 fn sampling(c: &mut Criterion) {
     let tree = Tree::spawn();
-    let root = tree.0.id();
+    let root = tree.pid();
     let mut g = c.benchmark_group("sampling");
     g.sample_size(30);
     g.bench_function("stallguard_sample_once_full_walk", |b| {

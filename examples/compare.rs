@@ -11,7 +11,7 @@
 use std::future::Future;
 use std::hint::black_box;
 use std::pin::Pin;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::task::Poll;
@@ -19,6 +19,10 @@ use std::time::{Duration, Instant};
 
 use stallguard_sources::procs;
 use watchdog_core::{Guard, Profile, Recorder, SignalKind, TaskHandle};
+
+#[path = "../benches/support/mod.rs"]
+mod support;
+use support::{coarse_now, Tree};
 
 /// Batches per contender; the median is taken over these.
 const BATCHES: usize = 81;
@@ -89,20 +93,6 @@ fn run_round_robin(contenders: &mut [Contender], batches: usize) {
             c.samples.push(ns);
         }
     }
-}
-
-/// The physical floor of R9.1: what the kernel's coarse monotonic clock
-/// costs to read, in nanoseconds since boot.
-#[inline(always)]
-fn coarse_now() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec and the clock id is valid
-    // on every Linux since 2.6.32.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
-    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 fn profile() -> Profile {
@@ -251,40 +241,6 @@ fn poll_once<F: Future + ?Sized>(rt: &tokio::runtime::Runtime, mut fut: Pin<&mut
 
 // ---------------------------------------------------------------------------
 // Process sampling (R9.4)
-
-/// A small real process tree to sample: a shell with children and a
-/// grandchild, in its own process group so it can be killed whole.
-struct Tree {
-    child: Child,
-}
-
-impl Tree {
-    fn spawn() -> Self {
-        use std::os::unix::process::CommandExt;
-        let child = Command::new("sh")
-            .args([
-                "-c",
-                "sleep 120 & sleep 120 & (sleep 120 & sleep 120 & wait) & wait",
-            ])
-            .stdin(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .expect("spawn sh");
-        Tree { child }
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-}
-
-impl Drop for Tree {
-    fn drop(&mut self) {
-        // SAFETY: kill(2) with a negative pid signals our own process group.
-        unsafe { libc::kill(-(self.child.id() as i32), libc::SIGKILL) };
-        let _ = self.child.wait();
-    }
-}
 
 /// The descendants of `root` in a (pid, ppid) table, breadth first.
 fn descendants(table: &[(u32, u32)], root: u32) -> Vec<u32> {
