@@ -17,13 +17,8 @@ use watchdog_core::{
     Sink, SinkError, TaskId,
 };
 
-fn secs(n: u64) -> Duration {
-    Duration::from_secs(n)
-}
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
+mod common;
+use common::{ms, secs};
 
 /// A bound for waits on real threads: generous, never a timing assert.
 const PATIENCE: Duration = Duration::from_secs(20);

@@ -6,32 +6,11 @@ use std::time::Duration;
 
 use watchdog_core::{
     BackgroundKind, BackgroundTask, Budget, CallOutcome, ChildInfo, ChildProbe, Clock, EventKind,
-    Guard, GuardError, KindSet, ManualClock, Outcome, Phase, ProcState, Profile, RecordingSink,
-    SignalKind, TaskState,
+    GuardError, KindSet, Outcome, Phase, ProcState, Profile, RecordingSink, SignalKind, TaskState,
 };
 
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
-fn secs(n: u64) -> Duration {
-    Duration::from_secs(n)
-}
-
-/// A quiet profile: no outbound heartbeats unless a test asks for them.
-fn quiet() -> Profile {
-    Profile::default().heartbeat_interval(None)
-}
-
-fn setup() -> (Guard, RecordingSink, ManualClock) {
-    let clock = ManualClock::new();
-    let rec = RecordingSink::new();
-    let guard = Guard::builder()
-        .clock(clock.clone())
-        .sink(rec.clone())
-        .build();
-    (guard, rec, clock)
-}
+mod common;
+use common::{ms, quiet, secs, setup};
 
 fn elapsed_of(rec: &RecordingSink, name: &str, ty: &str) -> Vec<Duration> {
     rec.events()

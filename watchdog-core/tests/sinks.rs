@@ -9,9 +9,8 @@ use watchdog_core::{
     Action, Delivery, Event, Guard, ManualClock, Profile, RecordingSink, Sink, SinkError,
 };
 
-fn secs(n: u64) -> Duration {
-    Duration::from_secs(n)
-}
+mod common;
+use common::secs;
 
 /// A recorder delivered on its own thread, like any production sink.
 #[derive(Clone, Debug, Default)]
