@@ -6,11 +6,14 @@
 //! (R3.10). A few rare transitions (first progress, first heartbeat,
 //! progress after a stall) raise a flag that sends the recorder down the
 //! slow path once, so the driver hears about them without waiting a budget.
+//!
+//! A cell is two cache lines, so two tasks written by two threads never
+//! share one. What the recorders need takes 92 bytes of the 128; the
+//! scheduler keeps the task's timer words and three of its instants in the
+//! rest, under its lock, rather than in the task's slow state (R9.3).
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
-
-use parking_lot::Mutex;
 
 use crate::clock::Nanos;
 use crate::signal::{KindSet, SignalKind};
@@ -23,6 +26,30 @@ pub(crate) const STALLED: u32 = 1 << 1;
 pub(crate) const LIVENESS_UNARMED: u32 = 1 << 2;
 /// Liveness was lost: the next heartbeat re-arms it.
 pub(crate) const LIVENESS_LOST: u32 = 1 << 3;
+/// Bits per kind in [`TaskCell`]'s packed `wants` word.
+const WANT_BITS: usize = 4;
+
+/// One instant kept by the scheduler in a cell's spare room. Only touched
+/// under the scheduler lock; atomic so the cell stays `Sync` without
+/// `unsafe`, relaxed so it costs a plain load or store.
+#[derive(Debug)]
+pub(crate) struct Word(AtomicU64);
+
+impl Word {
+    const fn new(t: Nanos) -> Self {
+        Word(AtomicU64::new(t.as_nanos()))
+    }
+
+    #[inline]
+    pub(crate) fn get(&self) -> Nanos {
+        Nanos::from_nanos(self.0.load(Relaxed))
+    }
+
+    #[inline]
+    pub(crate) fn set(&self, t: Nanos) {
+        self.0.store(t.as_nanos(), Relaxed);
+    }
+}
 
 // Aligned to a cache line so two tasks written by two threads never share
 // one (R9.1: two threads on two tasks lose <= 20 %).
@@ -39,13 +66,29 @@ pub(crate) struct TaskCell {
     /// their bits, so `fetch_max` is "did it rise").
     pub(crate) progress: AtomicU64,
     pub(crate) flags: AtomicU32,
-    pub(crate) renewed_by: KindSet,
-    /// Per kind, the flags that send a signal of that kind down the slow
-    /// path (precomputed so the record path does one AND).
-    wants: [u32; SignalKind::COUNT],
-    /// Single-writer counters of `OutputCounter`s; read only for totals.
-    pub(crate) counters: Mutex<Vec<Arc<CounterSlot>>>,
+    /// Per kind, four bits: the flags that send a signal of that kind down
+    /// the slow path (precomputed so the record path does a shift and an
+    /// AND). A kind renews budgets iff its `STARTUP_PENDING` bit is set.
+    wants: AtomicU32,
+    /// Holders of the cell: the scheduler while the task is live, and every
+    /// recorder. The slot is reused only once this reaches zero.
+    pub(crate) refs: AtomicU32,
+
+    // The scheduler's words, in what would otherwise be padding.
+    /// Due instant of the task's timer; `Nanos::MAX` when unarmed.
+    pub(crate) due: Word,
+    /// Position of the task in the timer heap; `u32::MAX` when absent.
+    pub(crate) heap_pos: AtomicU32,
+    /// Lower bound of "last renewal": the start, a stall verdict (R3.2), or
+    /// a resume shifted back by the silence already used (R2.8).
+    pub(crate) anchor: Word,
+    /// The latest renewal the scheduler has absorbed.
+    pub(crate) seen_renewal: Word,
+    /// Where the current silence began, for stall and recovery events.
+    pub(crate) silent_since: Word,
 }
+
+const _: () = assert!(std::mem::size_of::<TaskCell>() == 128);
 
 /// Byte and line totals written by exactly one thread at a time, so a
 /// relaxed load and store count exactly without a locked instruction.
@@ -57,44 +100,56 @@ pub(crate) struct CounterSlot {
 }
 
 impl TaskCell {
-    pub(crate) fn new(renewed_by: KindSet, flags: u32) -> Self {
+    /// A cell no task uses yet.
+    pub(crate) fn vacant() -> Self {
         TaskCell {
             last_by_kind: Default::default(),
             bytes: AtomicU64::new(0),
             lines: AtomicU64::new(0),
             progress: AtomicU64::new(0),
-            flags: AtomicU32::new(flags),
-            renewed_by,
-            wants: SignalKind::ALL.map(|kind| {
-                let mut wants = 0;
-                if renewed_by.contains(kind) {
-                    wants |= STARTUP_PENDING | STALLED;
-                }
-                if kind == SignalKind::Heartbeat {
-                    wants |= LIVENESS_UNARMED | LIVENESS_LOST;
-                }
-                wants
-            }),
-            counters: Mutex::new(Vec::new()),
+            flags: AtomicU32::new(0),
+            wants: AtomicU32::new(0),
+            refs: AtomicU32::new(0),
+            due: Word::new(Nanos::MAX),
+            heap_pos: AtomicU32::new(u32::MAX),
+            anchor: Word::new(Nanos::ZERO),
+            seen_renewal: Word::new(Nanos::ZERO),
+            silent_since: Word::new(Nanos::ZERO),
         }
     }
 
-    /// Returns total output bytes and lines across every counter.
-    pub(crate) fn totals(&self) -> (u64, u64) {
-        let mut bytes = self.bytes.load(Relaxed);
-        let mut lines = self.lines.load(Relaxed);
-        for c in self.counters.lock().iter() {
-            bytes = bytes.wrapping_add(c.bytes.load(Relaxed));
-            lines = lines.wrapping_add(c.lines.load(Relaxed));
+    /// Prepares a cell nobody holds for a task started at `start`.
+    pub(crate) fn reset(&self, renewed_by: KindSet, flags: u32, start: Nanos) {
+        for last in &self.last_by_kind {
+            last.store(0, Relaxed);
         }
-        (bytes, lines)
+        self.bytes.store(0, Relaxed);
+        self.lines.store(0, Relaxed);
+        self.progress.store(0, Relaxed);
+        self.flags.store(flags, Relaxed);
+        let wants = SignalKind::ALL.iter().fold(0, |acc, &kind| {
+            let mut wants = 0;
+            if renewed_by.contains(kind) {
+                wants |= STARTUP_PENDING | STALLED;
+            }
+            if kind == SignalKind::Heartbeat {
+                wants |= LIVENESS_UNARMED | LIVENESS_LOST;
+            }
+            acc | wants << (kind.slot() * WANT_BITS)
+        });
+        self.wants.store(wants, Relaxed);
+        self.due.set(Nanos::MAX);
+        self.heap_pos.store(u32::MAX, Relaxed);
+        self.anchor.set(start);
+        self.seen_renewal.set(Nanos::ZERO);
+        self.silent_since.set(start);
     }
 
     /// Stores a signal at `now`; returns true when the slow path must run.
     #[inline]
     pub(crate) fn record(&self, kind: SignalKind, now: Nanos) -> bool {
         self.last_by_kind[kind.slot()].store(now.as_nanos(), Relaxed);
-        self.flags.load(Relaxed) & self.wants[kind.slot()] != 0
+        self.flags.load(Relaxed) & (self.wants.load(Relaxed) >> (kind.slot() * WANT_BITS)) != 0
     }
 
     /// Raises a progress value; returns true if it rose (R2.6).
@@ -110,11 +165,16 @@ impl TaskCell {
         self.progress.fetch_max(bits, Relaxed) < bits
     }
 
+    /// Returns true when signals of `kind` renew budgets.
+    fn renews(&self, kind: SignalKind) -> bool {
+        (self.wants.load(Relaxed) >> (kind.slot() * WANT_BITS)) & STARTUP_PENDING != 0
+    }
+
     /// The latest signal of a renewing kind; `Nanos::ZERO` if none yet.
     pub(crate) fn last_renewal(&self) -> Nanos {
-        let latest = self
-            .renewed_by
-            .iter()
+        let latest = SignalKind::ALL
+            .into_iter()
+            .filter(|&k| self.renews(k))
             .map(|k| self.last_by_kind[k.slot()].load(Relaxed))
             .max()
             .unwrap_or(0);
@@ -126,6 +186,18 @@ impl TaskCell {
             0 => None,
             n => Some(Nanos::from_nanos(n)),
         }
+    }
+
+    /// Returns output bytes and lines: this cell's own counts plus those of
+    /// the task's single-writer `counters`.
+    pub(crate) fn totals(&self, counters: &[Arc<CounterSlot>]) -> (u64, u64) {
+        let mut bytes = self.bytes.load(Relaxed);
+        let mut lines = self.lines.load(Relaxed);
+        for c in counters {
+            bytes = bytes.wrapping_add(c.bytes.load(Relaxed));
+            lines = lines.wrapping_add(c.lines.load(Relaxed));
+        }
+        (bytes, lines)
     }
 
     pub(crate) fn set_flag(&self, flag: u32, on: bool) {

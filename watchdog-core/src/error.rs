@@ -57,6 +57,9 @@ pub enum GuardError {
         /// The call id given.
         call: String,
     },
+    /// Every slot of the guard is taken (about four billion live tasks).
+    #[error("the guard already watches {0} tasks, the most it can hold")]
+    TooManyTasks(usize),
     /// `extend` on a task without a deadline (R2.9).
     #[error("task `{0}` has no deadline to extend")]
     NoDeadline(String),

@@ -8,17 +8,17 @@
 //! clock there is no thread; the test drives time with [`Guard::advance`].
 
 use std::any::Any;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
 use std::fmt;
+use std::hash::{BuildHasher, RandomState};
 use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use hashbrown::HashTable;
 use parking_lot::Mutex;
 
-use crate::cell::{CounterSlot, TaskCell};
+use crate::cell::CounterSlot;
 use crate::clock::{Clock, ManualClock, MonotonicClock, Nanos};
 use crate::dispatch::Dispatcher;
 use crate::error::GuardError;
@@ -26,8 +26,10 @@ use crate::event::{Outcome, TaskId};
 use crate::profile::Profile;
 use crate::signal::SignalKind;
 use crate::sink::Sink;
+use crate::slab::{CellRef, Slab};
 use crate::status::{BackgroundTask, CallOutcome, LastCall, Stamp, TaskStatus};
-use crate::task::{ChildProbe, Life, Out, TaskCtl};
+use crate::task::{ChildProbe, Life, Out, Task, TaskCtl};
+use crate::timers::TimerHeap;
 
 /// Builds a [`Guard`].
 ///
@@ -159,7 +161,7 @@ impl fmt::Debug for Guard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let s = self.owner.inner.sched.lock();
         f.debug_struct("Guard")
-            .field("tasks", &s.tasks.len())
+            .field("tasks", &s.slab.len())
             .field("timers", &s.timers.len())
             .field("virtual", &self.owner.inner.clock.is_virtual())
             .finish()
@@ -219,9 +221,9 @@ impl Guard {
         let inner = &self.owner.inner;
         let id = TaskId::from_raw(inner.next_id.fetch_add(1, Ordering::Relaxed));
         let name: Arc<str> = name.into();
-        let cell = {
+        let (slot, cell) = {
             let mut s = inner.sched.lock();
-            if s.names.contains_key(&name) {
+            if s.find(&name).is_some() {
                 return Err(GuardError::DuplicateName(name.to_string()));
             }
             let now = inner.clock.now();
@@ -234,14 +236,18 @@ impl Guard {
                     profile
                 }
             };
-            let (ctl, cell) = TaskCtl::new(id, Arc::clone(&name), profile, pid, now);
+            let ctl = TaskCtl::new(id, Arc::clone(&name), profile, pid, now);
+            let Some((slot, cell)) = s.slab.insert(ctl) else {
+                return Err(GuardError::TooManyTasks(s.slab.len()));
+            };
             let mut out = Out::new(&*inner.clock);
-            ctl.started(&mut out);
-            s.names.insert(Arc::clone(&name), id);
-            s.tasks.insert(id, Box::new(ctl));
-            inner.rearm(&mut s, id);
+            if let Some(t) = s.task(slot) {
+                t.started(&mut out);
+            }
+            s.add_name(slot);
+            inner.rearm(&mut s, slot);
             inner.dispatch.push(out.items);
-            cell
+            (slot, cell)
         };
         inner.dispatch.drain();
         Ok(TaskHandle {
@@ -249,6 +255,7 @@ impl Guard {
                 cell,
                 inner: Arc::clone(inner),
                 id,
+                slot,
                 fast_clock: inner.fast_clock.clone(),
             },
             guard: self.clone(),
@@ -292,10 +299,10 @@ impl Guard {
     /// Returns a snapshot of the live task named `name` (R4.2).
     pub fn status(&self, name: &str) -> Option<TaskStatus> {
         let inner = &self.owner.inner;
-        let s = inner.sched.lock();
-        let id = s.names.get(name)?;
+        let mut s = inner.sched.lock();
+        let slot = s.find(name)?;
         let now = inner.clock.now();
-        s.tasks.get(id).map(|t| t.status(now, &*inner.clock))
+        s.task(slot).map(|t| t.status(now, &*inner.clock))
     }
 
     /// Returns snapshots of every live task, by start order.
@@ -305,18 +312,24 @@ impl Guard {
         // a batch (R9.3); a task that finishes in between is left out.
         const BATCH: usize = 256;
         let inner = &self.owner.inner;
-        let mut ids: Vec<TaskId> = inner.sched.lock().tasks.keys().copied().collect();
+        let mut ids: Vec<(TaskId, u32)> = inner
+            .sched
+            .lock()
+            .slab
+            .iter()
+            .map(|(slot, t)| (t.id, slot))
+            .collect();
         ids.sort_unstable();
         let mut all = Vec::with_capacity(ids.len());
         for batch in ids.chunks(BATCH) {
-            let s = inner.sched.lock();
+            let mut s = inner.sched.lock();
             let now = inner.clock.now();
-            all.extend(
-                batch
-                    .iter()
-                    .filter_map(|id| s.tasks.get(id))
-                    .map(|t| t.status(now, &*inner.clock)),
-            );
+            for &(id, slot) in batch {
+                // The slot may hold a newer task by now.
+                if let Some(t) = s.task(slot).filter(|t| t.id == id) {
+                    all.push(t.status(now, &*inner.clock));
+                }
+            }
         }
         all
     }
@@ -324,21 +337,22 @@ impl Guard {
     /// Returns true while any task is live, so a runner can keep the
     /// machine awake (R4.3).
     pub fn is_busy(&self) -> bool {
-        !self.owner.inner.sched.lock().tasks.is_empty()
+        self.owner.inner.sched.lock().slab.len() != 0
     }
 
     /// Cancels the live task named `name`, as if a budget had run out.
     pub fn cancel(&self, name: &str, reason: &str) -> Result<(), GuardError> {
         let inner = &self.owner.inner;
-        let id = inner
-            .sched
-            .lock()
-            .names
-            .get(name)
-            .copied()
-            .ok_or_else(|| GuardError::UnknownTask(name.to_owned()))?;
+        let unknown = || GuardError::UnknownTask(name.to_owned());
+        let (slot, id) = {
+            let s = inner.sched.lock();
+            let slot = s.find(name).ok_or_else(unknown)?;
+            (slot, s.slab.ctl(slot).ok_or_else(unknown)?.id)
+        };
         inner
-            .with_task(id, |t, now, out| t.cancel_by_request(now, reason, out))
+            .with_task(slot, id, |t, now, out| {
+                t.cancel_by_request(now, reason, out)
+            })
             .unwrap_or_else(|| Err(GuardError::UnknownTask(name.to_owned())))
     }
 
@@ -350,7 +364,7 @@ impl Guard {
         self.owner.inner.dispatch.flush(timeout)
     }
 
-    /// Returns how many timer entries the driver holds, stale ones included.
+    /// Returns how many timer entries the driver holds: one per armed task.
     /// Exposed for tests and benchmarks of the driver's cost.
     pub fn timer_entries(&self) -> usize {
         self.owner.inner.sched.lock().timers.len()
@@ -359,15 +373,69 @@ impl Guard {
 
 #[derive(Default)]
 struct Scheduler {
-    /// Boxed: the table then grows by 16-byte entries, not by whole tasks.
-    tasks: HashMap<TaskId, Box<TaskCtl>>,
-    names: HashMap<Arc<str>, TaskId>,
-    timers: BinaryHeap<Reverse<(Nanos, TaskId, u64)>>,
+    /// Every live task, by slot.
+    slab: Slab,
+    /// Slots of live tasks, by the hash of their names: four bytes a task,
+    /// where a map keyed by name would hold the name pointer again (R9.3).
+    names: HashTable<u32>,
+    hasher: RandomState,
+    /// One entry per armed task, due instants kept in the cells.
+    timers: TimerHeap,
     /// When the driver plans to wake; an earlier due must unpark it.
     planned_wake: Option<Nanos>,
     /// The profile of the last task started, shared with the next task
     /// started with an equal one.
     last_profile: Option<Arc<Profile>>,
+}
+
+impl Scheduler {
+    /// Returns the slot of the live task named `name`.
+    fn find(&self, name: &str) -> Option<u32> {
+        let hash = self.hasher.hash_one(name);
+        let slab = &self.slab;
+        self.names
+            .find(hash, |&slot| {
+                slab.ctl(slot).is_some_and(|t| &*t.name == name)
+            })
+            .copied()
+    }
+
+    /// Indexes a just inserted task by its name.
+    fn add_name(&mut self, slot: u32) {
+        let Scheduler {
+            slab,
+            names,
+            hasher,
+            ..
+        } = self;
+        let Some(t) = slab.ctl(slot) else {
+            return;
+        };
+        let hash = hasher.hash_one(&*t.name);
+        names.insert_unique(hash, slot, |&s| {
+            slab.ctl(s).map_or(0, |t| hasher.hash_one(&*t.name))
+        });
+    }
+
+    /// Returns a live task, joined with its cell.
+    fn task(&mut self, slot: u32) -> Option<Task<'_>> {
+        self.slab
+            .get_mut(slot)
+            .map(|(ctl, cell)| Task { ctl, cell })
+    }
+
+    /// Forgets a finished task: its timer, its name and its slow state.
+    fn remove(&mut self, slot: u32) {
+        self.timers.set(&self.slab, slot, None);
+        let Some(t) = self.slab.ctl(slot) else {
+            return;
+        };
+        let hash = self.hasher.hash_one(&*t.name);
+        if let Ok(entry) = self.names.find_entry(hash, |&s| s == slot) {
+            entry.remove();
+        }
+        self.slab.remove(slot);
+    }
 }
 
 pub(crate) struct Inner {
@@ -390,31 +458,28 @@ impl Inner {
 
     /// Re-arms one task's timer after its state changed; finished tasks
     /// leave the registry here, so no tick can follow their `finished`.
-    fn rearm(&self, s: &mut Scheduler, id: TaskId) {
-        self.rearm_after(s, id, Nanos::ZERO);
+    fn rearm(&self, s: &mut Scheduler, slot: u32) {
+        self.rearm_after(s, slot, Nanos::ZERO);
     }
 
     /// Like [`Inner::rearm`], but never earlier than `floor`: a timer just
     /// evaluated at `e` re-arms after `e`, so the driver cannot spin even if
     /// a rule forgot to move its own due instant.
-    fn rearm_after(&self, s: &mut Scheduler, id: TaskId, floor: Nanos) {
-        let Some(t) = s.tasks.get_mut(&id) else {
+    fn rearm_after(&self, s: &mut Scheduler, slot: u32, floor: Nanos) {
+        let Some(t) = s.task(slot) else {
             return;
         };
         if t.life == Life::Finished {
-            let name = Arc::clone(&t.name);
-            s.tasks.remove(&id);
-            s.names.remove(&name);
+            s.remove(slot);
             return;
         }
         let due = t.next_due().map(|d| d.max(floor));
-        if due == t.armed {
+        let armed = t.cell.due.get();
+        if due == Some(armed) || (due.is_none() && armed == Nanos::MAX) {
             return;
         }
-        t.gen += 1;
-        t.armed = due;
+        s.timers.set(&s.slab, slot, due);
         if let Some(due) = due {
-            s.timers.push(Reverse((due, id, t.gen)));
             if s.planned_wake.is_none_or(|w| due < w) {
                 s.planned_wake = Some(due);
                 self.unpark_driver();
@@ -423,23 +488,21 @@ impl Inner {
     }
 
     /// Evaluates every timer due at or before `now`, each at its due
-    /// instant, earliest first (ties by task id, so runs are reproducible).
+    /// instant, earliest first (ties by slot, so runs are reproducible).
     fn run_due(&self, s: &mut Scheduler, now: Nanos) {
         let mut out = Out::new(&*self.clock);
-        while let Some(&Reverse((due, id, gen))) = s.timers.peek() {
+        while let Some((due, slot)) = s.timers.peek(&s.slab) {
             if due > now {
                 break;
             }
-            s.timers.pop();
-            let Some(t) = s.tasks.get_mut(&id) else {
+            let Some(mut t) = s.task(slot) else {
+                // Unreachable: removing a task disarms it. Never spin on it.
+                s.timers.set(&s.slab, slot, None);
                 continue;
             };
-            if t.gen != gen {
-                continue;
-            }
-            t.armed = None;
             t.evaluate(due, &mut out);
-            self.rearm_after(s, id, Nanos::from_nanos(due.as_nanos() + 1));
+            // Re-arming moves the entry past `due`, or drops it.
+            self.rearm_after(s, slot, Nanos::from_nanos(due.as_nanos() + 1));
         }
         self.dispatch.push(out.items);
     }
@@ -448,16 +511,17 @@ impl Inner {
     /// re-arms its timer and delivers what it emitted.
     fn with_task<R>(
         &self,
+        slot: u32,
         id: TaskId,
-        f: impl FnOnce(&mut TaskCtl, Nanos, &mut Out<'_>) -> R,
+        f: impl FnOnce(&mut Task<'_>, Nanos, &mut Out<'_>) -> R,
     ) -> Option<R> {
         let r = {
             let mut s = self.sched.lock();
             let now = self.clock.now();
-            let t = s.tasks.get_mut(&id)?;
+            let mut t = s.task(slot).filter(|t| t.id == id)?;
             let mut out = Out::new(&*self.clock);
             t.sync(now, &mut out);
-            let r = f(t, now, &mut out);
+            let r = f(&mut t, now, &mut out);
             // An operation can make a verdict due at once (a tool finish
             // that hands a long silence back to the idle budget): take it
             // now, not back-dated to when it would have been due.
@@ -467,7 +531,7 @@ impl Inner {
                     _ => break,
                 }
             }
-            self.rearm(&mut s, id);
+            self.rearm(&mut s, slot);
             self.dispatch.push(out.items);
             r
         };
@@ -484,14 +548,7 @@ impl Inner {
                 let mut s = self.sched.lock();
                 let now = self.clock.now();
                 self.run_due(&mut s, now);
-                // Drop stale entries at the top so they cost no wake-up.
-                while let Some(&Reverse((_, id, gen))) = s.timers.peek() {
-                    if s.tasks.get(&id).is_some_and(|t| t.gen == gen) {
-                        break;
-                    }
-                    s.timers.pop();
-                }
-                let next = s.timers.peek().map(|Reverse((due, _, _))| *due);
+                let next = s.timers.peek(&s.slab).map(|(due, _)| due);
                 s.planned_wake = next;
                 (now, next)
             };
@@ -526,9 +583,11 @@ impl Inner {
 /// ```
 #[derive(Clone)]
 pub struct Recorder {
-    cell: Arc<TaskCell>,
+    /// The task's cell, counted so its slot outlives every recorder.
+    cell: CellRef,
     inner: Arc<Inner>,
     id: TaskId,
+    slot: u32,
     /// A copy of the guard's clock when it is the real one, read without a
     /// virtual call on the record path (R9.1).
     fast_clock: Option<MonotonicClock>,
@@ -603,7 +662,11 @@ impl Recorder {
     /// ```
     pub fn output_counter(&self) -> OutputCounter {
         let slot = Arc::new(CounterSlot::default());
-        self.cell.counters.lock().push(Arc::clone(&slot));
+        // A finished task takes no counter; its counts then go nowhere.
+        let _ = self.slow(|t, _, _| {
+            t.add_counter(Arc::clone(&slot));
+            Ok(())
+        });
         OutputCounter {
             recorder: self.clone(),
             slot,
@@ -728,10 +791,10 @@ impl Recorder {
 
     /// Returns the latest tool call, absent until one is observed (R4.1).
     pub fn last_call(&self) -> Option<LastCall> {
-        let s = self.inner.sched.lock();
+        let mut s = self.inner.sched.lock();
         let now = self.inner.clock.now();
-        s.tasks
-            .get(&self.id)
+        s.task(self.slot)
+            .filter(|t| t.id == self.id)
             .and_then(|t| t.last_call(now, &*self.inner.clock))
     }
 
@@ -748,10 +811,10 @@ impl Recorder {
 
     /// Returns a snapshot of the task, or `None` once it has finished.
     pub fn status(&self) -> Option<TaskStatus> {
-        let s = self.inner.sched.lock();
+        let mut s = self.inner.sched.lock();
         let now = self.inner.clock.now();
-        s.tasks
-            .get(&self.id)
+        s.task(self.slot)
+            .filter(|t| t.id == self.id)
             .map(|t| t.status(now, &*self.inner.clock))
     }
 
@@ -762,10 +825,10 @@ impl Recorder {
 
     fn slow<R>(
         &self,
-        f: impl FnOnce(&mut TaskCtl, Nanos, &mut Out<'_>) -> Result<R, GuardError>,
+        f: impl FnOnce(&mut Task<'_>, Nanos, &mut Out<'_>) -> Result<R, GuardError>,
     ) -> Result<R, GuardError> {
         self.inner
-            .with_task(self.id, f)
+            .with_task(self.slot, self.id, f)
             .unwrap_or_else(|| Err(GuardError::Finished(format!("{}", self.id))))
     }
 }

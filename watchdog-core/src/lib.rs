@@ -49,8 +49,10 @@ mod guard;
 mod profile;
 mod signal;
 mod sink;
+mod slab;
 mod status;
 mod task;
+mod timers;
 
 pub use clock::{Clock, ManualClock, MonotonicClock, Nanos};
 pub use error::GuardError;

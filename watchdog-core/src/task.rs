@@ -11,10 +11,13 @@
 //! progress recorded before it counts even if the timer was armed earlier
 //! (R3.10).
 
+use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::cell::{TaskCell, LIVENESS_LOST, LIVENESS_UNARMED, STALLED, STARTUP_PENDING};
+use crate::cell::{
+    CounterSlot, TaskCell, LIVENESS_LOST, LIVENESS_UNARMED, STALLED, STARTUP_PENDING,
+};
 use crate::clock::{Clock, Nanos};
 use crate::dispatch::Item;
 use crate::error::GuardError;
@@ -85,9 +88,9 @@ impl<'a> Out<'a> {
     }
 }
 
-/// A task's rarely used state: tool calls, steps, background tasks and
-/// children. Boxed on first use so a task that only records signals stays
-/// small (R9.3).
+/// A task's rarely used state: tool calls, steps, background tasks,
+/// children, a pid, a pause, a pending kill, output counters. Boxed on
+/// first use so a task that only records signals stays small (R9.3).
 #[derive(Debug, Default)]
 struct Cold {
     in_flight: Vec<CallRecord>,
@@ -96,44 +99,99 @@ struct Cold {
     background: Vec<BackgroundTask>,
     unnamed_background: bool,
     children: Option<Arc<dyn ChildProbe>>,
+    pid: Option<u32>,
+    paused_at: Option<Nanos>,
+    paused_total: Duration,
+    kill_at: Option<Nanos>,
+    counters: Vec<Arc<CounterSlot>>,
 }
 
+/// A task's slow state, kept by the scheduler beside the task's cell.
+///
+/// Three instants the verdicts read most (`anchor`, `seen_renewal`,
+/// `silent_since`) live in the cell's spare room instead; [`Task`] joins
+/// the two.
 #[derive(Debug)]
 pub(crate) struct TaskCtl {
     pub(crate) id: TaskId,
     pub(crate) name: Arc<str>,
-    pub(crate) cell: Arc<TaskCell>,
     profile: Arc<Profile>,
-    pid: Option<u32>,
+    /// What most tasks never use, allocated on first use (R9.3).
+    cold: Option<Box<Cold>>,
     start: Nanos,
-    pub(crate) life: Life,
-    paused_at: Option<Nanos>,
-    paused_total: Duration,
-    /// Lower bound of "last renewal": the start, a stall verdict (R3.2), or
-    /// a resume shifted back by the silence already used (R2.8).
-    anchor: Nanos,
     hb_anchor: Nanos,
-    seen_renewal: Nanos,
     seen_heartbeat: Nanos,
+    /// `Nanos::MAX`: no deadline.
+    deadline_at: Nanos,
+    /// `Nanos::MAX`: no outbound heartbeat.
+    next_heartbeat: Nanos,
+    strikes: u32,
+    stall_count: u32,
+    pub(crate) life: Life,
     startup_pending: bool,
     liveness_armed: bool,
     liveness_lost: bool,
-    strikes: u32,
-    stall_count: u32,
-    silent_since: Nanos,
-    deadline_at: Option<Nanos>,
     deadline_fired: bool,
-    next_heartbeat: Option<Nanos>,
-    long_running_at: Option<Nanos>,
-    kill_at: Option<Nanos>,
-    /// What most tasks never use, allocated on first use (R9.3).
-    cold: Option<Box<Cold>>,
-    /// Generation of the live timer entry; older heap entries are stale.
-    pub(crate) gen: u64,
-    pub(crate) armed: Option<Nanos>,
+    long_running_done: bool,
+}
+
+// R9.3: with its 128-byte cell and a few bytes of tables, a task stays
+// under 256 bytes.
+const _: () = assert!(std::mem::size_of::<TaskCtl>() <= 96);
+
+fn some(t: Nanos) -> Option<Nanos> {
+    (t != Nanos::MAX).then_some(t)
 }
 
 impl TaskCtl {
+    pub(crate) fn new(
+        id: TaskId,
+        name: Arc<str>,
+        profile: Arc<Profile>,
+        pid: Option<u32>,
+        start: Nanos,
+    ) -> Self {
+        let cold = pid.map(|pid| {
+            Box::new(Cold {
+                pid: Some(pid),
+                ..Cold::default()
+            })
+        });
+        TaskCtl {
+            id,
+            name,
+            cold,
+            start,
+            hb_anchor: start,
+            seen_heartbeat: Nanos::ZERO,
+            deadline_at: profile.deadline.map_or(Nanos::MAX, |d| start + d),
+            next_heartbeat: profile.heartbeat_interval.map_or(Nanos::MAX, |i| start + i),
+            strikes: 0,
+            stall_count: 0,
+            life: Life::Working,
+            startup_pending: true,
+            liveness_armed: false,
+            liveness_lost: false,
+            deadline_fired: false,
+            long_running_done: false,
+            profile,
+        }
+    }
+
+    /// Prepares the task's cell for its start.
+    pub(crate) fn init_cell(&self, cell: &TaskCell) {
+        let mut flags = STARTUP_PENDING;
+        if self.profile.liveness.is_some() {
+            flags |= LIVENESS_UNARMED;
+        }
+        cell.reset(self.profile.renewed_by, flags, self.start);
+    }
+
+    /// Adds a single-writer output counter to the task's totals.
+    pub(crate) fn add_counter(&mut self, slot: Arc<CounterSlot>) {
+        self.cold_mut().counters.push(slot);
+    }
+
     fn cold_mut(&mut self) -> &mut Cold {
         self.cold.get_or_insert_with(Box::default)
     }
@@ -146,50 +204,66 @@ impl TaskCtl {
         self.cold.as_deref().map_or(&[], |c| &c.in_flight)
     }
 
-    pub(crate) fn new(
-        id: TaskId,
-        name: Arc<str>,
-        profile: Arc<Profile>,
-        pid: Option<u32>,
-        start: Nanos,
-    ) -> (Self, Arc<TaskCell>) {
-        let mut flags = STARTUP_PENDING;
-        if profile.liveness.is_some() {
-            flags |= LIVENESS_UNARMED;
-        }
-        let cell = Arc::new(TaskCell::new(profile.renewed_by, flags));
-        let ctl = TaskCtl {
-            id,
-            name,
-            cell: Arc::clone(&cell),
-            pid,
-            start,
-            life: Life::Working,
-            paused_at: None,
-            paused_total: Duration::ZERO,
-            anchor: start,
-            hb_anchor: start,
-            seen_renewal: Nanos::ZERO,
-            seen_heartbeat: Nanos::ZERO,
-            startup_pending: true,
-            liveness_armed: false,
-            liveness_lost: false,
-            strikes: 0,
-            stall_count: 0,
-            silent_since: start,
-            deadline_at: profile.deadline.map(|d| start + d),
-            deadline_fired: false,
-            next_heartbeat: profile.heartbeat_interval.map(|i| start + i),
-            long_running_at: profile.long_running_after.map(|d| start + d),
-            kill_at: None,
-            cold: None,
-            gen: 0,
-            armed: None,
-            profile,
-        };
-        (ctl, cell)
+    fn counters(&self) -> &[Arc<CounterSlot>] {
+        self.cold.as_deref().map_or(&[], |c| &c.counters)
     }
 
+    fn pid(&self) -> Option<u32> {
+        self.cold.as_deref()?.pid
+    }
+
+    fn paused_at(&self) -> Option<Nanos> {
+        self.cold.as_deref()?.paused_at
+    }
+
+    fn paused_total(&self) -> Duration {
+        self.cold
+            .as_deref()
+            .map_or(Duration::ZERO, |c| c.paused_total)
+    }
+
+    fn kill_at(&self) -> Option<Nanos> {
+        self.cold.as_deref()?.kill_at
+    }
+
+    fn deadline_at(&self) -> Option<Nanos> {
+        some(self.deadline_at)
+    }
+
+    fn next_heartbeat(&self) -> Option<Nanos> {
+        some(self.next_heartbeat)
+    }
+
+    fn long_running_at(&self) -> Option<Nanos> {
+        if self.long_running_done {
+            return None;
+        }
+        self.profile.long_running_after.map(|d| self.start + d)
+    }
+}
+
+/// A task's slow state joined with its cell: what verdicts and slow-path
+/// operations work on, under the scheduler lock.
+#[derive(Debug)]
+pub(crate) struct Task<'a> {
+    pub(crate) ctl: &'a mut TaskCtl,
+    pub(crate) cell: &'a TaskCell,
+}
+
+impl Deref for Task<'_> {
+    type Target = TaskCtl;
+    fn deref(&self) -> &TaskCtl {
+        self.ctl
+    }
+}
+
+impl DerefMut for Task<'_> {
+    fn deref_mut(&mut self) -> &mut TaskCtl {
+        self.ctl
+    }
+}
+
+impl Task<'_> {
     fn emit(&self, out: &mut Out<'_>, e: Nanos, kind: EventKind) {
         out.items.push(Item::Event(Arc::new(Event {
             name: Arc::clone(&self.name),
@@ -205,13 +279,13 @@ impl TaskCtl {
         out.items.push(Item::Action(Arc::new(Action {
             task: self.id,
             name: Arc::clone(&self.name),
-            pid: self.pid,
+            pid: self.pid(),
             kind,
         })));
     }
 
     pub(crate) fn started(&self, out: &mut Out<'_>) {
-        self.emit(out, self.start, EventKind::Started { pid: self.pid });
+        self.emit(out, self.start, EventKind::Started { pid: self.pid() });
     }
 
     fn is_settling(&self) -> bool {
@@ -233,8 +307,8 @@ impl TaskCtl {
             return;
         }
         let lr = self.cell.last_renewal();
-        if lr > self.seen_renewal {
-            self.seen_renewal = lr;
+        if lr > self.cell.seen_renewal.get() {
+            self.cell.seen_renewal.set(lr);
             if self.startup_pending {
                 self.startup_pending = false;
                 self.cell.set_flag(STARTUP_PENDING, false);
@@ -244,8 +318,8 @@ impl TaskCtl {
                 self.strikes = 0;
                 self.cell.set_flag(STALLED, false);
                 // Active silence: time spent paused is not silence (R2.8).
-                let upto = self.paused_at.map_or(lr, |p| lr.min(p));
-                let silent = upto.saturating_since(self.silent_since);
+                let upto = self.paused_at().map_or(lr, |p| lr.min(p));
+                let silent = upto.saturating_since(self.cell.silent_since.get());
                 self.emit(out, e, EventKind::Recovered { silent });
             }
         }
@@ -275,7 +349,7 @@ impl TaskCtl {
     }
 
     fn silence_from(&self) -> Nanos {
-        self.seen_renewal.max(self.anchor)
+        self.cell.seen_renewal.get().max(self.cell.anchor.get())
     }
 
     /// Takes every verdict due at instant `e`.
@@ -284,22 +358,22 @@ impl TaskCtl {
         if self.life == Life::Finished {
             return;
         }
-        if self.long_running_at.is_some_and(|t| t <= e) {
-            self.long_running_at = None;
+        if self.long_running_at().is_some_and(|t| t <= e) {
+            self.long_running_done = true;
             self.emit(out, e, EventKind::LongRunning);
         }
         if self.life == Life::Cancelling {
-            if self.kill_at.is_some_and(|t| t <= e) {
+            if self.kill_at().is_some_and(|t| t <= e) {
                 self.kill(e, out);
             }
             return;
         }
-        if self.paused_at.is_none() && self.judge_budgets(e, out) {
+        if self.paused_at().is_none() && self.judge_budgets(e, out) {
             return;
         }
-        if let (Some(t), Some(iv)) = (self.next_heartbeat, self.profile.heartbeat_interval) {
+        if let (Some(t), Some(iv)) = (self.next_heartbeat(), self.profile.heartbeat_interval) {
             if t <= e {
-                self.next_heartbeat = Some(t + iv);
+                self.next_heartbeat = t + iv;
                 // R3.7: only when nothing renewed during the whole interval.
                 if self.cell.last_renewal() <= t.saturating_sub(iv) {
                     let kind = self.heartbeat_event(e);
@@ -312,11 +386,11 @@ impl TaskCtl {
     /// Deadline, liveness and silence verdicts; true when the task is now
     /// cancelling.
     fn judge_budgets(&mut self, e: Nanos, out: &mut Out<'_>) -> bool {
-        if !self.deadline_fired && self.deadline_at.is_some_and(|t| t <= e) {
+        if !self.deadline_fired && self.deadline_at().is_some_and(|t| t <= e) {
             self.deadline_fired = true;
-            let d = self.deadline_at.map_or(Duration::ZERO, |t| {
+            let d = self.deadline_at().map_or(Duration::ZERO, |t| {
                 t.saturating_since(self.start)
-                    .saturating_sub(self.paused_total)
+                    .saturating_sub(self.paused_total())
             });
             let reason = format!("deadline of {} exceeded", fmt_dur(d));
             self.emit(
@@ -375,14 +449,14 @@ impl TaskCtl {
         out: &mut Out<'_>,
     ) -> bool {
         if self.life == Life::Working {
-            self.silent_since = from;
+            self.cell.silent_since.set(from);
         }
         self.life = Life::Stalled;
         self.strikes += 1;
         self.stall_count += 1;
-        self.anchor = e;
+        self.cell.anchor.set(e);
         self.cell.set_flag(STALLED, true);
-        let silent = e.saturating_since(self.silent_since);
+        let silent = e.saturating_since(self.cell.silent_since.get());
         let children = self.probe().and_then(|p| p.children()).map(|c| {
             c.into_iter()
                 .filter(ChildInfo::is_suspect)
@@ -433,12 +507,14 @@ impl TaskCtl {
         if self.profile.grace_period.is_zero() {
             self.kill(e, out);
         } else {
-            self.kill_at = Some(e + self.profile.grace_period);
+            self.cold_mut().kill_at = Some(e + self.profile.grace_period);
         }
     }
 
     fn kill(&mut self, e: Nanos, out: &mut Out<'_>) {
-        self.kill_at = None;
+        if let Some(cold) = self.cold.as_deref_mut() {
+            cold.kill_at = None;
+        }
         self.emit(
             out,
             e,
@@ -488,16 +564,16 @@ impl TaskCtl {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        let mut due = self.long_running_at;
+        let mut due = self.long_running_at();
         match self.life {
             Life::Finished => return None,
-            Life::Cancelling => return min(due, self.kill_at),
+            Life::Cancelling => return min(due, self.kill_at()),
             Life::Working | Life::Stalled => {}
         }
-        due = min(due, self.next_heartbeat);
-        if self.paused_at.is_none() {
+        due = min(due, self.next_heartbeat());
+        if self.paused_at().is_none() {
             if !self.deadline_fired {
-                due = min(due, self.deadline_at);
+                due = min(due, self.deadline_at());
             }
             if let Some(limit) = self.profile.liveness {
                 if self.liveness_armed && !self.liveness_lost {
@@ -574,8 +650,8 @@ impl TaskCtl {
         if self.is_settling() {
             return Err(self.settling_error());
         }
-        if self.paused_at.is_none() {
-            self.paused_at = Some(e);
+        if self.paused_at().is_none() {
+            self.cold_mut().paused_at = Some(e);
         }
         Ok(())
     }
@@ -585,19 +661,21 @@ impl TaskCtl {
         if self.is_settling() {
             return Err(self.settling_error());
         }
-        let Some(p) = self.paused_at.take() else {
+        let Some(p) = self.cold.as_deref_mut().and_then(|c| c.paused_at.take()) else {
             return Ok(());
         };
         let shift = e.saturating_since(p);
-        self.paused_total += shift;
+        self.cold_mut().paused_total += shift;
         let shifted = |from: Nanos| if from <= p { from + shift } else { e };
-        self.anchor = shifted(self.silence_from());
+        self.cell.anchor.set(shifted(self.silence_from()));
         self.hb_anchor = shifted(self.seen_heartbeat.max(self.hb_anchor));
-        if self.silent_since <= p {
-            self.silent_since = self.silent_since + shift;
+        if self.cell.silent_since.get() <= p {
+            self.cell
+                .silent_since
+                .set(self.cell.silent_since.get() + shift);
         }
-        if let Some(t) = self.deadline_at.as_mut() {
-            *t = *t + shift;
+        if let Some(t) = self.deadline_at() {
+            self.deadline_at = t + shift;
         }
         Ok(())
     }
@@ -607,15 +685,15 @@ impl TaskCtl {
         if self.is_settling() {
             return Err(self.settling_error());
         }
-        let Some(current) = self.deadline_at else {
+        let Some(current) = self.deadline_at() else {
             return Err(GuardError::NoDeadline(self.name.to_string()));
         };
         // While paused the deadline is frozen at the pause; measuring the
         // extension from there keeps it in active time (R2.8).
-        let wanted = current.max(self.paused_at.unwrap_or(e) + by);
+        let wanted = current.max(self.paused_at().unwrap_or(e) + by);
         let total = wanted
             .saturating_since(self.start)
-            .saturating_sub(self.paused_total);
+            .saturating_sub(self.paused_total());
         if let Some(max) = self.profile.max_deadline {
             if total > max {
                 return Err(GuardError::ExtensionRefused {
@@ -626,7 +704,7 @@ impl TaskCtl {
             }
         }
         if wanted > current {
-            self.deadline_at = Some(wanted);
+            self.deadline_at = wanted;
             self.deadline_fired = false;
         }
         Ok(total)
@@ -671,7 +749,7 @@ impl TaskCtl {
         if self.startup_pending && !self.is_settling() {
             self.startup_pending = false;
             self.cell.set_flag(STARTUP_PENDING, false);
-            self.anchor = self.anchor.max(e);
+            self.cell.anchor.set(self.cell.anchor.get().max(e));
         }
     }
 
@@ -680,7 +758,7 @@ impl TaskCtl {
     }
 
     pub(crate) fn set_pid(&mut self, pid: u32) {
-        self.pid = Some(pid);
+        self.cold_mut().pid = Some(pid);
     }
 
     pub(crate) fn set_children(&mut self, probe: Arc<dyn ChildProbe>) {
@@ -723,11 +801,11 @@ impl TaskCtl {
     }
 
     fn heartbeat_event(&self, e: Nanos) -> EventKind {
-        let active = self.paused_at.unwrap_or(e);
+        let active = self.paused_at().unwrap_or(e);
         let idle_remaining = self
             .silence_budget()
             .map(|(_, limit)| limit.saturating_sub(active.saturating_since(self.silence_from())));
-        let (total_bytes, total_lines) = self.cell.totals();
+        let (total_bytes, total_lines) = self.cell.totals(self.counters());
         EventKind::Heartbeat {
             last_output_age: self
                 .cell
@@ -736,16 +814,16 @@ impl TaskCtl {
             total_lines,
             total_bytes,
             idle_remaining,
-            deadline: self.deadline_at.map(|t| {
+            deadline: self.deadline_at().map(|t| {
                 t.saturating_since(self.start)
-                    .saturating_sub(self.paused_total)
+                    .saturating_sub(self.paused_total())
             }),
         }
     }
 
     pub(crate) fn status(&self, now: Nanos, clock: &dyn Clock) -> TaskStatus {
-        let (total_bytes, total_lines) = self.cell.totals();
-        let active = self.paused_at.unwrap_or(now);
+        let (total_bytes, total_lines) = self.cell.totals(self.counters());
+        let active = self.paused_at().unwrap_or(now);
         let state = match self.life {
             Life::Working
                 if self
@@ -762,7 +840,7 @@ impl TaskCtl {
         };
         let current = self.silence_budget().map(|(b, _)| b);
         let mut budgets = Vec::new();
-        let from = self.cell.last_renewal().max(self.anchor);
+        let from = self.cell.last_renewal().max(self.cell.anchor.get());
         let silent = active.saturating_since(from);
         let mut silence = |b: Budget, limit: Option<Duration>| {
             if let Some(limit) = limit {
@@ -781,13 +859,13 @@ impl TaskCtl {
         if self.profile.execution.is_some() || !self.in_flight().is_empty() {
             silence(Budget::Execution, self.profile.execution_budget());
         }
-        if let (Some(limit), Some(t)) = (self.profile.deadline, self.deadline_at) {
+        if let (Some(limit), Some(t)) = (self.profile.deadline, self.deadline_at()) {
             let total = t
                 .saturating_since(self.start)
-                .saturating_sub(self.paused_total);
+                .saturating_sub(self.paused_total());
             let used = active
                 .saturating_since(self.start)
-                .saturating_sub(self.paused_total);
+                .saturating_sub(self.paused_total());
             budgets.push(BudgetStatus {
                 budget: "deadline",
                 limit: total.max(limit),
@@ -826,7 +904,7 @@ impl TaskCtl {
             name: self.name.to_string(),
             id: self.id,
             state,
-            paused: self.paused_at.is_some(),
+            paused: self.paused_at().is_some(),
             started_at: clock.wall_at(self.start),
             elapsed: now.saturating_since(self.start),
             phase: if self.in_flight().is_empty() {

@@ -980,11 +980,11 @@ fn recording_signals_adds_no_timer_entries() {
     assert_eq!(rec.types_for("hot"), ["started"]);
 }
 
-// R9.3: a timer entry left behind when a task's due instant moved is stale:
-// when it comes up it is dropped, not evaluated and re-armed beside the
-// live one (which would leave two entries per task from then on).
+// R9.3: a task holds one timer entry whatever its due instant does: a
+// move re-keys the entry in place (no stale entry is left behind to cost
+// memory and a wake-up), and finishing removes it at once.
 #[test]
-fn stale_timer_entries_are_dropped_when_they_come_up() {
+fn a_task_holds_one_timer_entry_while_its_due_instant_moves() {
     let (guard, rec, _) = setup();
     let t = guard
         .start("st", quiet().idle(secs(10)).execution(secs(100)))
@@ -992,15 +992,47 @@ fn stale_timer_entries_are_dropped_when_they_come_up() {
     t.output(1, 0);
     assert_eq!(guard.timer_entries(), 1);
     t.tool_started("c", "sql").unwrap(); // due moves from 10 s to 100 s
-    assert_eq!(guard.timer_entries(), 2, "the 10 s entry is now stale");
+    assert_eq!(guard.timer_entries(), 1, "the entry moved, none was added");
     guard.advance(secs(20));
-    assert_eq!(guard.timer_entries(), 1, "the stale entry was dropped");
+    assert_eq!(guard.timer_entries(), 1);
     guard.advance(secs(80));
     assert_eq!(timeline(&rec, "st")[1], ("stalled", secs(100)));
+    assert_eq!(guard.timer_entries(), 1, "re-armed after the strike");
     t.finish_completed();
-    assert_eq!(guard.timer_entries(), 1, "finished tasks are not re-armed");
+    assert_eq!(guard.timer_entries(), 0, "a finished task leaves no entry");
     guard.advance(secs(200));
-    assert_eq!(guard.timer_entries(), 0);
+    assert_eq!(timeline(&rec, "st").len(), 4, "nothing after finished");
+}
+
+// R9.3: a recorder kept past its task's end writes into its own cell only:
+// the slot is not reused while any recorder holds it, so a late signal
+// cannot renew or show up in a task started later.
+#[test]
+fn a_late_recorder_never_touches_a_later_task() {
+    let (guard, rec, _) = setup();
+    let old = guard.start("old", quiet().idle(secs(10))).unwrap();
+    let late = old.recorder();
+    old.finish_completed();
+    drop(old);
+    let new = guard.start("new", quiet().idle(secs(10))).unwrap();
+    guard.advance(secs(5));
+    late.output(100, 3);
+    late.argument_delta();
+    let status = new.status().unwrap();
+    assert_eq!((status.total_bytes, status.total_lines), (0, 0));
+    assert!(status.last_signal.is_empty(), "{:?}", status.last_signal);
+    assert!(late.status().is_none(), "the old task is gone");
+    guard.advance(secs(5));
+    assert_eq!(timeline(&rec, "new")[1], ("stalled", secs(10)));
+
+    // Once the last recorder is gone the slot serves new tasks, cleanly.
+    drop(late);
+    for i in 0..3 {
+        let t = guard.start(format!("reuse-{i}"), quiet()).unwrap();
+        let status = t.status().unwrap();
+        assert_eq!((status.total_bytes, status.strikes), (0, 0));
+        assert!(status.last_signal.is_empty());
+    }
 }
 
 // The handle's guard is the guard that started it.
