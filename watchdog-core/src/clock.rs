@@ -84,8 +84,9 @@ impl fmt::Debug for Nanos {
 
 /// A source of monotonic time, with the wall time that goes with it.
 ///
-/// The engine reads `now` on every recorded signal, so implementations must
-/// be cheap and must never go backwards.
+/// The engine reads [`Clock::stamp`] on every recorded signal and
+/// [`Clock::now`] for verdicts, so implementations must be cheap and must
+/// never go backwards.
 ///
 /// # Examples
 ///
@@ -101,6 +102,17 @@ impl fmt::Debug for Nanos {
 pub trait Clock: Send + Sync + fmt::Debug + 'static {
     /// Returns the current monotonic instant.
     fn now(&self) -> Nanos;
+
+    /// Returns an instant to stamp a signal with: never earlier than
+    /// [`Clock::now`] read at the same moment, and possibly coarser.
+    ///
+    /// A stamp that ran ahead only makes a verdict later; one that lagged
+    /// would let a budget run out before the silence really lasted it.
+    /// The default is `now`.
+    #[inline]
+    fn stamp(&self) -> Nanos {
+        self.now()
+    }
 
     /// Returns the wall time that corresponds to the monotonic instant `at`.
     ///
@@ -119,11 +131,15 @@ pub trait Clock: Send + Sync + fmt::Debug + 'static {
 
 /// The real monotonic clock.
 ///
-/// On Linux it reads `CLOCK_MONOTONIC_COARSE` (a few nanoseconds, resolution
-/// of one kernel tick, typically 1–4 ms), which is what makes recording a
-/// signal cost a clock read and a store (R9.1). The same clock drives the
-/// deadline driver, so both sides of every comparison share its resolution.
-/// Elsewhere it falls back to [`std::time::Instant`].
+/// On Linux, [`Clock::now`] reads `CLOCK_MONOTONIC` (about 20 ns), which the
+/// deadline driver and slow-path operations use, so a verdict is taken when
+/// its budget has really run out. [`Clock::stamp`], which stamps every
+/// recorded signal, reads `CLOCK_MONOTONIC_COARSE` (a few nanoseconds, one
+/// kernel tick of resolution, typically 1–4 ms) plus that resolution: an
+/// upper bound of the precise time, so a stamp is never earlier than the
+/// signal and a budget never runs out early, at the cost of renewals
+/// counting up to one tick late (R9.1, R9.3). Elsewhere both read
+/// [`std::time::Instant`].
 ///
 /// # Examples
 ///
@@ -138,6 +154,8 @@ pub trait Clock: Send + Sync + fmt::Debug + 'static {
 #[derive(Clone, Debug)]
 pub struct MonotonicClock {
     origin_mono: u64,
+    /// Resolution of the coarse clock, added to its readings.
+    coarse_slack: u64,
     origin_wall: SystemTime,
     #[cfg(not(target_os = "linux"))]
     origin: std::time::Instant,
@@ -148,7 +166,8 @@ impl MonotonicClock {
     pub fn new() -> Self {
         let origin_wall = SystemTime::now();
         MonotonicClock {
-            origin_mono: raw_mono(),
+            origin_mono: raw_mono(libc::CLOCK_MONOTONIC),
+            coarse_slack: coarse_resolution(),
             origin_wall,
             #[cfg(not(target_os = "linux"))]
             origin: std::time::Instant::now(),
@@ -164,21 +183,49 @@ impl Default for MonotonicClock {
 
 #[cfg(target_os = "linux")]
 #[inline]
-fn raw_mono() -> u64 {
+fn raw_mono(id: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    // SAFETY: `ts` is a valid, writable timespec and CLOCK_MONOTONIC_COARSE is
-    // supported by every Linux since 2.6.32; the call cannot fail with them.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+    // SAFETY: `ts` is a valid, writable timespec, and CLOCK_MONOTONIC and
+    // CLOCK_MONOTONIC_COARSE (the only ids passed) are supported by every
+    // Linux since 2.6.32; the call cannot fail with them.
+    unsafe { libc::clock_gettime(id, &mut ts) };
     (ts.tv_sec as u64)
         .wrapping_mul(1_000_000_000)
         .wrapping_add(ts.tv_nsec as u64)
 }
 
+/// The coarse clock's resolution: how far its reading may trail the
+/// precise clock. Four milliseconds (the slowest common kernel tick) if
+/// the kernel does not say.
+#[cfg(target_os = "linux")]
+fn coarse_resolution() -> u64 {
+    const FALLBACK: u64 = 4_000_000;
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    let rc = unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+    let res = (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64);
+    if rc == 0 && res > 0 {
+        res
+    } else {
+        FALLBACK
+    }
+}
+
 #[cfg(not(target_os = "linux"))]
-fn raw_mono() -> u64 {
+fn raw_mono(_: i32) -> u64 {
+    0
+}
+
+#[cfg(not(target_os = "linux"))]
+fn coarse_resolution() -> u64 {
     0
 }
 
@@ -189,12 +236,25 @@ impl Clock for MonotonicClock {
         {
             // +1 so that no real reading is ever `Nanos::ZERO`, which the
             // engine's atomics use to mean "never observed" (R4.1).
-            Nanos(raw_mono().saturating_sub(self.origin_mono) + 1)
+            Nanos(raw_mono(libc::CLOCK_MONOTONIC).saturating_sub(self.origin_mono) + 1)
         }
         #[cfg(not(target_os = "linux"))]
         {
-            let _ = self.origin_mono;
+            let _ = (self.origin_mono, self.coarse_slack);
             Nanos(dur_nanos(self.origin.elapsed()) + 1)
+        }
+    }
+
+    #[inline]
+    fn stamp(&self) -> Nanos {
+        #[cfg(target_os = "linux")]
+        {
+            let coarse = raw_mono(libc::CLOCK_MONOTONIC_COARSE);
+            Nanos(coarse.saturating_sub(self.origin_mono) + 1 + self.coarse_slack)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            self.now()
         }
     }
 
@@ -295,7 +355,28 @@ mod tests {
     #[test]
     fn monotonic_never_reads_zero() {
         assert!(MonotonicClock::new().now() > Nanos::ZERO);
+        assert!(MonotonicClock::new().stamp() > Nanos::ZERO);
         assert!(ManualClock::new().now() > Nanos::ZERO);
+        assert_eq!(ManualClock::new().stamp(), ManualClock::new().now());
+    }
+
+    // A stamp is the coarse reading plus the coarse resolution: an upper
+    // bound of the precise time, so stamps never make a budget run out
+    // early. Ordering only, no durations: both readings are taken back to
+    // back, and the coarse clock trails the precise one by less than a tick.
+    #[test]
+    fn stamps_do_not_go_backwards_and_lead_the_precise_clock() {
+        let c = MonotonicClock::new();
+        assert!(c.coarse_slack > 0, "the kernel reports a resolution");
+        let mut last = Nanos::ZERO;
+        for _ in 0..10_000 {
+            let stamp = c.stamp();
+            assert!(stamp >= last);
+            last = stamp;
+        }
+        let before = c.now();
+        let stamp = c.stamp();
+        assert!(stamp + Duration::from_millis(50) >= before);
     }
 
     // R2.7: a wall-clock jump changes the labels, never the monotonic reading.

@@ -611,16 +611,18 @@ impl Recorder {
     /// Records one signal of `kind` now.
     #[inline]
     pub fn signal(&self, kind: SignalKind) {
-        if self.cell.record(kind, self.now()) {
+        if self.cell.record(kind, self.stamp()) {
             self.poke();
         }
     }
 
+    /// The clock's stamp for a signal, read without a virtual call on the
+    /// real clock.
     #[inline]
-    fn now(&self) -> Nanos {
+    fn stamp(&self) -> Nanos {
         match &self.fast_clock {
-            Some(clock) => clock.now(),
-            None => self.inner.clock.now(),
+            Some(clock) => clock.stamp(),
+            None => self.inner.clock.stamp(),
         }
     }
 
