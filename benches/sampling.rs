@@ -1,6 +1,7 @@
 //! Criterion bench of process-table sampling (SPEC R5.5, R9.4): one full
 //! sample of a real process tree's descendants through stallguard's
-//! `/proc` reader, against `sysinfo`'s refresh of every process (what a user
+//! `/proc` reader (following the kernel's children lists, and walking the
+//! table as a kernel without them makes it), against `sysinfo`'s refresh of every process (what a user
 //! must do to find descendants with it). The side-by-side table with `ps`
 //! is `cargo run --release --example compare`.
 //!
@@ -20,12 +21,17 @@ fn sampling(c: &mut Criterion) {
     let root = tree.pid();
     let mut g = c.benchmark_group("sampling");
     g.sample_size(30);
-    g.bench_function("stallguard_sample_once_full_walk", |b| {
+    g.bench_function("stallguard_sample_once", |b| {
         b.iter(|| black_box(procs::sample_once(root).expect("sample")))
     });
     let mut table = procs::ProcTable::new();
     g.bench_function("stallguard_proc_table_reused", |b| {
         b.iter(|| black_box(table.sample(root).expect("sample")))
+    });
+    // A kernel without children lists: the table is walked.
+    let mut walking = procs::ProcTable::new().walk_only();
+    g.bench_function("stallguard_proc_table_walk_only_reused", |b| {
+        b.iter(|| black_box(walking.sample(root).expect("sample")))
     });
     let mut sys = sysinfo::System::new();
     g.bench_function("sysinfo_refresh_all", |b| {

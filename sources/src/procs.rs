@@ -1,8 +1,9 @@
 //! Process-table sampling of a task's descendants (R5.5).
 //!
-//! [`ProcStat`] parses one `/proc/[pid]/stat` line; [`ProcTable`] walks a
-//! `/proc` tree once per sample and keeps the previous CPU readings so each
-//! child gets its CPU used since the last sample; [`ProcessSampler`] runs that
+//! [`ProcStat`] parses one `/proc/[pid]/stat` line; [`ProcTable`] reads a
+//! tree once per sample (following the kernel's children lists, or walking
+//! the table) and keeps the previous CPU readings so each child gets its CPU
+//! used since the last sample; [`ProcessSampler`] runs that
 //! on an interval on its own std thread and hands the guard a cached view
 //! ([`SampledChildren`]), so status and stall events never read `/proc`
 //! (R4.2). Only the executable name (`comm`) is read, never the command line:
@@ -243,13 +244,16 @@ pub struct TreeSample {
 /// A reader of a `/proc` tree that remembers the last CPU readings, so each
 /// sample can say how much CPU every child used since the one before.
 ///
-/// It reads only `stat` files when walking the table, and `wchan` only for
-/// the children it keeps. Processes found outside the tree are not read
-/// again until the kernel's pid counter passes their pid (a reuse could put
-/// a new descendant there) or until the next full walk, every
-/// [`FULL_WALK_EVERY`] samples: a sample then costs a directory listing and
-/// a `stat` per descendant and per new process. Switching to another root
-/// pid starts over.
+/// Where the kernel lists each thread's children
+/// (`/proc/[pid]/task/[tid]/children`, Linux 3.5+ with
+/// `CONFIG_PROC_CHILDREN`, as on every mainstream distribution), a sample
+/// follows them down from the root and reads only the tree: its cost grows
+/// with the tree, not with the machine's process count (R9.4). Otherwise it
+/// walks the table, reading only `stat` files, and `wchan` only for the
+/// children it keeps; processes found outside the tree are not read again
+/// until the kernel's pid counter passes their pid (a reuse could put a new
+/// descendant there) or until the next full walk, every [`FULL_WALK_EVERY`]
+/// samples. Switching to another root pid starts over.
 ///
 /// # Examples
 ///
@@ -283,6 +287,8 @@ pub struct ProcTable {
     since_full_walk: u32,
     /// The table's directory, opened once; stat files are opened from it.
     dir: Option<OwnedFd>,
+    /// Follow the kernel's children lists when it has them.
+    follow_children: bool,
     buf: Vec<u8>,
 }
 
@@ -330,8 +336,28 @@ impl ProcTable {
             last_pid: None,
             since_full_walk: 0,
             dir: None,
+            follow_children: true,
             buf: vec![0; 1024],
         }
+    }
+
+    /// Walks the whole table on every sample, never following the kernel's
+    /// children lists: what a kernel without them gets, kept for comparing
+    /// the two ways.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stallguard_sources::procs::ProcTable;
+    ///
+    /// let mut table = ProcTable::new().walk_only();
+    /// # #[cfg(target_os = "linux")]
+    /// assert!(table.sample(std::process::id()).is_ok());
+    /// ```
+    #[must_use]
+    pub fn walk_only(mut self) -> ProcTable {
+        self.follow_children = false;
+        self
     }
 
     /// Returns the clock ticks per second CPU and start times are counted in.
@@ -449,7 +475,6 @@ impl ProcTable {
             path: root.to_path_buf(),
             source,
         };
-        let entries = std::fs::read_dir(&self.root).map_err(|e| unreadable(&self.root, e))?;
         if self.dir.is_none() {
             let dir = nix::fcntl::open(
                 &self.root,
@@ -459,6 +484,12 @@ impl ProcTable {
             .map_err(|e| unreadable(&self.root, e.into()))?;
             self.dir = Some(dir);
         }
+        if self.follow_children {
+            if let Some(tree) = self.read_tree(root_pid) {
+                return Ok(tree);
+            }
+        }
+        let entries = std::fs::read_dir(&self.root).map_err(|e| unreadable(&self.root, e))?;
         let last_pid = self.read_last_pid();
         let full = self.since_full_walk + 1 >= FULL_WALK_EVERY
             || self.last_pid.is_none()
@@ -503,6 +534,76 @@ impl ProcTable {
         // caller takes out again once it knows it.
         self.outsiders = listed.into_iter().filter(|&p| p != root_pid).collect();
         Ok(table)
+    }
+
+    /// Reads the `stat` of the root and of every process the kernel lists
+    /// as a child of one of the tree's threads, down the tree; `None` when
+    /// the root has no children lists to follow (the caller walks the table
+    /// instead). Processes that vanish on the way are left out, and a pid
+    /// listed twice (or in a loop, in a hostile fixture) is read once.
+    fn read_tree(&mut self, root_pid: u32) -> Option<Vec<ProcStat>> {
+        let mut table = Vec::new();
+        let mut queue = vec![root_pid];
+        let mut queued = HashSet::from([root_pid]);
+        let mut name_buf = [0u8; 24];
+        while let Some(pid) = queue.pop() {
+            let is_root = pid == root_pid;
+            let Some(bytes) = self.read_at(stat_path(&mut name_buf, pid, b"/stat")) else {
+                if is_root {
+                    // No root: no descendants, whichever way one looks.
+                    return Some(table);
+                }
+                continue;
+            };
+            match ProcStat::parse(&self.buf[..bytes]) {
+                Ok(stat) => table.push(stat),
+                Err(e) => {
+                    tracing::debug!(pid, error = %e, "process sampler: unparsable stat skipped");
+                    continue;
+                }
+            }
+            match self.read_children(pid) {
+                Some(kids) => {
+                    for kid in kids {
+                        if queued.insert(kid) {
+                            queue.push(kid);
+                        }
+                    }
+                }
+                None if is_root => return None,
+                None => {}
+            }
+        }
+        Some(table)
+    }
+
+    /// Returns the children the kernel lists for every thread of `pid`, or
+    /// `None` if the lists cannot be read.
+    fn read_children(&mut self, pid: u32) -> Option<Vec<u32>> {
+        let tasks = std::fs::read_dir(self.root.join(format!("{pid}/task"))).ok()?;
+        let mut kids = Vec::new();
+        let mut any = false;
+        for task in tasks.flatten() {
+            let Some(tid) = task
+                .file_name()
+                .to_str()
+                .and_then(|t| t.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let path = std::ffi::CString::new(format!("{pid}/task/{tid}/children")).ok()?;
+            // A thread that ended since the listing has no file any more.
+            let Some(bytes) = self.read_at(&path) else {
+                continue;
+            };
+            any = true;
+            let text = std::str::from_utf8(&self.buf[..bytes]).ok()?;
+            kids.extend(
+                text.split_ascii_whitespace()
+                    .filter_map(|k| k.parse::<u32>().ok()),
+            );
+        }
+        any.then_some(kids)
     }
 
     /// Reads a small file relative to the table's directory into `buf`;

@@ -554,3 +554,108 @@ fn sample_cost_quick_check() {
         .count();
     eprintln!("{steady:?} per steady sample, {full:?} per full walk, over {procs} processes");
 }
+
+// ---- following the kernel's children lists (R9.4) ----
+
+fn write(path: PathBuf, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// The fixture tree with the children lists a kernel would give it: 102
+/// listed by a second thread of the root, 999 (gone) and 103 (a zombie, no
+/// task directory) listed but unreadable, and two hostile loops (the root
+/// listing itself, 105 listing its parent).
+fn fixture_with_children_lists() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&fixture(), dir.path());
+    let p = dir.path();
+    write(p.join("100/task/100/children"), "101 104 ");
+    write(p.join("100/task/777/children"), "102 106 100 ");
+    write(p.join("101/task/101/children"), "103 999 ");
+    write(p.join("102/task/102/children"), "105 ");
+    write(p.join("105/task/105/children"), "102 ");
+    write(p.join("200/task/200/children"), "");
+    dir
+}
+
+#[test]
+fn following_children_lists_finds_what_walking_the_table_finds() {
+    let dir = fixture_with_children_lists();
+    let followed = ProcTable::at(dir.path()).sample(100).unwrap();
+    let walked = ProcTable::at(dir.path()).walk_only().sample(100).unwrap();
+    assert_eq!(followed.descendants, 4);
+    assert_eq!(followed.children, walked.children);
+    assert_eq!(
+        followed.children.iter().map(|c| c.pid).collect::<Vec<_>>(),
+        [102, 105, 101, 103]
+    );
+}
+
+#[test]
+fn following_children_lists_reads_only_the_tree() {
+    let dir = fixture_with_children_lists();
+    // 300 names 100 as its parent, but no thread of 100 lists it: the
+    // kernel's lists are what the sampler follows, so it never reads 300;
+    // walking the table finds it by its parent pid.
+    write(
+        dir.path().join("300/stat"),
+        "300 (stray) S 100 300 300 0 -1 4194560 120 0 0 0 1 1 0 0 20 0 1 0 3000 0 0\n",
+    );
+    let followed = ProcTable::at(dir.path()).sample(100).unwrap();
+    let walked = ProcTable::at(dir.path()).walk_only().sample(100).unwrap();
+    assert!(followed.children.iter().all(|c| c.pid != 300));
+    assert!(walked.children.iter().any(|c| c.pid == 300));
+    assert_eq!(walked.descendants, followed.descendants + 1);
+}
+
+#[test]
+fn a_root_without_children_lists_falls_back_to_the_walk() {
+    // The plain fixture has no task directories, as on a kernel built
+    // without CONFIG_PROC_CHILDREN: the table is walked, every sample.
+    let mut table = ProcTable::at(fixture());
+    for _ in 0..3 {
+        assert_eq!(table.sample(100).unwrap().descendants, 4);
+    }
+}
+
+// Children forked by two threads of one process are listed under two
+// threads; both ways of sampling see both.
+#[test]
+fn children_of_every_thread_are_found_both_ways() {
+    let from_main = Command::new("sleep").arg("30").spawn().expect("sleep");
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let (pid_tx, pid_rx) = std::sync::mpsc::channel();
+    let helper = std::thread::spawn(move || {
+        let child = Command::new("sleep").arg("31").spawn().expect("sleep");
+        pid_tx.send(child.id()).unwrap();
+        // Stay alive so the child stays listed under this thread.
+        let _ = rx.recv();
+        child
+    });
+    let from_thread = pid_rx.recv().unwrap();
+    let me = std::process::id();
+    let wanted = [from_main.id(), from_thread];
+    let has_both = |c: &[ChildInfo]| wanted.iter().all(|p| c.iter().any(|c| c.pid == *p));
+    let followed = sample_until(&mut ProcTable::new(), me, "both sleeps", has_both);
+    let walked = sample_until(
+        &mut ProcTable::new().walk_only(),
+        me,
+        "both sleeps",
+        has_both,
+    );
+    for pid in wanted {
+        let f = followed.iter().find(|c| c.pid == pid).unwrap();
+        let w = walked.iter().find(|c| c.pid == pid).unwrap();
+        assert_eq!(
+            (f.name.as_str(), f.started_unix_ms),
+            (w.name.as_str(), w.started_unix_ms)
+        );
+    }
+    tx.send(()).unwrap();
+    let thread_child = helper.join().unwrap();
+    for mut child in [from_main, thread_child] {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
