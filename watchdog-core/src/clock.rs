@@ -362,21 +362,30 @@ mod tests {
 
     // A stamp is the coarse reading plus the coarse resolution: an upper
     // bound of the precise time, so stamps never make a budget run out
-    // early. Ordering only, no durations: both readings are taken back to
-    // back, and the coarse clock trails the precise one by less than a tick.
+    // early, and never more than a tick ahead. Ordering only, no durations
+    // measured: the coarse clock trails the precise one by less than a
+    // tick, except when the kernel's tick itself runs late, so the lower
+    // bound is asked of 99 % of readings (without the added resolution
+    // almost every reading breaks it).
     #[test]
-    fn stamps_do_not_go_backwards_and_lead_the_precise_clock() {
+    fn stamps_lead_the_precise_clock_by_at_most_a_tick() {
         let c = MonotonicClock::new();
         assert!(c.coarse_slack > 0, "the kernel reports a resolution");
+        let slack = Duration::from_nanos(c.coarse_slack);
         let mut last = Nanos::ZERO;
+        let mut behind = 0;
         for _ in 0..10_000 {
+            let before = c.now();
             let stamp = c.stamp();
-            assert!(stamp >= last);
+            let after = c.now();
+            assert!(stamp >= last, "stamps never go backwards");
             last = stamp;
+            if stamp < before {
+                behind += 1;
+            }
+            assert!(stamp <= after + slack + Duration::from_millis(50));
         }
-        let before = c.now();
-        let stamp = c.stamp();
-        assert!(stamp + Duration::from_millis(50) >= before);
+        assert!(behind <= 100, "{behind} of 10000 stamps trailed the clock");
     }
 
     // R2.7: a wall-clock jump changes the labels, never the monotonic reading.

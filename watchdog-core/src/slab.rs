@@ -85,6 +85,13 @@ pub(crate) struct Slab {
     live: usize,
 }
 
+/// The first slot of chunk number `n`, if every slot of it fits a `u32`.
+fn chunk_base(n: usize) -> Option<u32> {
+    let base = u32::try_from(n.checked_mul(CHUNK)?).ok()?;
+    base.checked_add(CHUNK as u32 - 1)?;
+    Some(base)
+}
+
 fn split(slot: u32) -> (usize, usize) {
     let slot = slot as usize;
     (slot / CHUNK, slot % CHUNK)
@@ -128,8 +135,7 @@ impl Slab {
         if let Some(slot) = free.pop() {
             return Some(slot);
         }
-        let base = u32::try_from(self.cells.len() * CHUNK).ok()?;
-        base.checked_add(CHUNK as u32 - 1)?;
+        let base = chunk_base(self.cells.len())?;
         self.cells.push(Arc::new(CellChunk {
             cells: std::array::from_fn(|_| TaskCell::vacant()),
             base,
@@ -219,6 +225,16 @@ mod tests {
         assert_eq!(rc.last(crate::signal::SignalKind::Output), None, "reset");
         assert_eq!(rc.anchor.get(), Nanos::from_secs(1));
         assert_eq!(slab.len(), 2);
+    }
+
+    #[test]
+    fn the_last_chunk_is_the_one_whose_slots_all_fit_a_u32() {
+        let chunks = (u32::MAX as usize + 1) / CHUNK;
+        assert_eq!(chunk_base(0), Some(0));
+        assert_eq!(chunk_base(1), Some(CHUNK as u32));
+        assert_eq!(chunk_base(chunks - 1), Some(u32::MAX - (CHUNK as u32 - 1)));
+        assert_eq!(chunk_base(chunks), None);
+        assert_eq!(chunk_base(usize::MAX), None);
     }
 
     #[test]

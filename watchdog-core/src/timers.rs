@@ -195,6 +195,20 @@ mod tests {
         ]
     }
 
+    // R9.3: the heap grows by a quarter at a time, so it never holds more
+    // than a quarter (or 64 slots) beyond the armed tasks.
+    #[test]
+    fn the_heap_grows_by_a_quarter_not_by_doubling() {
+        let n = 10_000;
+        let keys = Keys::new(n);
+        let mut heap = TimerHeap::default();
+        for slot in 0..n as u32 {
+            heap.set(&keys, slot, Some(Nanos::from_nanos(u64::from(slot % 97))));
+            let len = heap.heap.len();
+            assert!(heap.heap.capacity() <= len + len / 4 + 64, "{len}");
+        }
+    }
+
     proptest! {
         /// The heap agrees with an ordered set after any sequence of arms,
         /// moves, disarms and pops, and holds each slot at most once.
