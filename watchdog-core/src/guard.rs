@@ -221,7 +221,7 @@ impl Guard {
         let inner = &self.owner.inner;
         let id = TaskId::from_raw(inner.next_id.fetch_add(1, Ordering::Relaxed));
         let name: Arc<str> = name.into();
-        let (slot, cell) = {
+        let cell = {
             let mut s = inner.sched.lock();
             if s.find(&name).is_some() {
                 return Err(GuardError::DuplicateName(name.to_string()));
@@ -247,7 +247,7 @@ impl Guard {
             s.add_name(slot);
             inner.rearm(&mut s, slot);
             inner.dispatch.push(out.items);
-            (slot, cell)
+            cell
         };
         inner.dispatch.drain();
         Ok(TaskHandle {
@@ -255,7 +255,6 @@ impl Guard {
                 cell,
                 inner: Arc::clone(inner),
                 id,
-                slot,
                 fast_clock: inner.fast_clock.clone(),
             },
             guard: self.clone(),
@@ -587,7 +586,6 @@ pub struct Recorder {
     cell: CellRef,
     inner: Arc<Inner>,
     id: TaskId,
-    slot: u32,
     /// A copy of the guard's clock when it is the real one, read without a
     /// virtual call on the record path (R9.1).
     fast_clock: Option<MonotonicClock>,
@@ -795,7 +793,7 @@ impl Recorder {
     pub fn last_call(&self) -> Option<LastCall> {
         let mut s = self.inner.sched.lock();
         let now = self.inner.clock.now();
-        s.task(self.slot)
+        s.task(self.cell.slot())
             .filter(|t| t.id == self.id)
             .and_then(|t| t.last_call(now, &*self.inner.clock))
     }
@@ -815,7 +813,7 @@ impl Recorder {
     pub fn status(&self) -> Option<TaskStatus> {
         let mut s = self.inner.sched.lock();
         let now = self.inner.clock.now();
-        s.task(self.slot)
+        s.task(self.cell.slot())
             .filter(|t| t.id == self.id)
             .map(|t| t.status(now, &*self.inner.clock))
     }
@@ -830,7 +828,7 @@ impl Recorder {
         f: impl FnOnce(&mut Task<'_>, Nanos, &mut Out<'_>) -> Result<R, GuardError>,
     ) -> Result<R, GuardError> {
         self.inner
-            .with_task(self.slot, self.id, f)
+            .with_task(self.cell.slot(), self.id, f)
             .unwrap_or_else(|| Err(GuardError::Finished(format!("{}", self.id))))
     }
 }

@@ -41,6 +41,13 @@ pub(crate) struct CellRef {
 
 const _: () = assert!(CHUNK - 1 == u8::MAX as usize);
 
+impl CellRef {
+    /// Returns the slot of this cell's task.
+    pub(crate) fn slot(&self) -> u32 {
+        self.chunk.base + u32::from(self.index)
+    }
+}
+
 impl std::ops::Deref for CellRef {
     type Target = TaskCell;
     #[inline]
