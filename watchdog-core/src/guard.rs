@@ -473,8 +473,8 @@ impl Inner {
             return;
         }
         let due = t.next_due().map(|d| d.max(floor));
-        let armed = t.cell.due.get();
-        if due == Some(armed) || (due.is_none() && armed == Nanos::MAX) {
+        let armed = Some(t.cell.due.get()).filter(|&d| d != Nanos::MAX);
+        if due == armed {
             return;
         }
         s.timers.set(&s.slab, slot, due);
@@ -954,6 +954,51 @@ impl Drop for TaskHandle {
     fn drop(&mut self) {
         if !self.finished.load(Ordering::Relaxed) {
             let _ = self.finish(Outcome::Abandoned, None, None);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+
+    // R9.3: the name index and the timer heap hold the live tasks and
+    // nothing else, however many have come and gone.
+    #[test]
+    fn finished_tasks_leave_no_name_or_timer_behind() {
+        let guard = Guard::builder().clock(ManualClock::new()).build();
+        let inner = &guard.owner.inner;
+        for round in 0..3 {
+            let tasks: Vec<_> = (0..300)
+                .map(|i| {
+                    guard
+                        .start(format!("t{round}-{i}"), Profile::default())
+                        .unwrap()
+                })
+                .collect();
+            {
+                let s = inner.sched.lock();
+                assert_eq!(
+                    (s.names.len(), s.timers.len(), s.slab.len()),
+                    (300, 300, 300)
+                );
+            }
+            for (i, t) in tasks.iter().enumerate() {
+                if i % 2 == 0 {
+                    t.finish_completed();
+                }
+            }
+            {
+                let s = inner.sched.lock();
+                assert_eq!(
+                    (s.names.len(), s.timers.len(), s.slab.len()),
+                    (150, 150, 150)
+                );
+            }
+            drop(tasks);
+            let s = inner.sched.lock();
+            assert_eq!((s.names.len(), s.timers.len(), s.slab.len()), (0, 0, 0));
         }
     }
 }
