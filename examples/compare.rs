@@ -108,23 +108,29 @@ fn started(guard: &Guard, name: &str) -> TaskHandle {
     task
 }
 
-/// Two threads, each recording to its own task at the same time; returns
-/// the slower thread's nanoseconds per signal (R9.1 "lose ≤ 20 % each").
-fn two_threads(a: &Recorder, b: &Recorder, n: u64) -> f64 {
+/// Runs `run(0)` and `run(1)` on two threads at once; `run` waits on the
+/// barrier once its setup is done, so both time the same moment. Returns
+/// the slower thread's nanoseconds per operation.
+fn on_two_threads(run: impl Fn(usize, &Barrier) -> f64 + Sync) -> f64 {
     let barrier = Barrier::new(2);
-    let run = |rec: &Recorder| {
-        // Each thread records through its own source's counter, as a pipe
-        // reader does.
-        let out = rec.output_counter();
-        barrier.wait();
-        per_op(n, |i| out.record(black_box(i & 63), 0))
-    };
     std::thread::scope(|s| {
-        let ha = s.spawn(|| run(a));
-        let hb = s.spawn(|| run(b));
+        let ha = s.spawn(|| run(0, &barrier));
+        let hb = s.spawn(|| run(1, &barrier));
         let ta = ha.join().expect("thread a");
         let tb = hb.join().expect("thread b");
         ta.max(tb)
+    })
+}
+
+/// Two threads, each recording to its own task at the same time; returns
+/// the slower thread's nanoseconds per signal (R9.1 "lose ≤ 20 % each").
+fn two_threads(a: &Recorder, b: &Recorder, n: u64) -> f64 {
+    on_two_threads(|i, barrier| {
+        // Each thread records through its own source's counter, as a pipe
+        // reader does.
+        let out = [a, b][i].output_counter();
+        barrier.wait();
+        per_op(n, |i| out.record(black_box(i & 63), 0))
     })
 }
 
@@ -135,20 +141,22 @@ struct Padded(AtomicU64);
 /// The floor on two threads at once, each storing into its own padded
 /// cell: what the machine itself loses when both cores record.
 fn two_threads_floor(n: u64) -> f64 {
-    let barrier = Barrier::new(2);
-    let run = || {
+    on_two_threads(|_, barrier| {
         let cell = Padded(AtomicU64::new(0));
         barrier.wait();
         per_op(n, |_| {
             black_box(&cell.0).store(coarse_now(), Ordering::Relaxed)
         })
-    };
-    std::thread::scope(|s| {
-        let ha = s.spawn(run);
-        let hb = s.spawn(run);
-        let ta = ha.join().expect("thread a");
-        let tb = hb.join().expect("thread b");
-        ta.max(tb)
+    })
+}
+
+/// A contender sampling `root` through a table kept across samples.
+fn reused_table(name: &'static str, mut table: procs::ProcTable, root: u32) -> Contender {
+    table.sample(root).expect("sample");
+    Contender::new(name, 40, move |n| {
+        per_op(n, |_| {
+            drop(black_box(table.sample(root).expect("sample")));
+        })
     })
 }
 
@@ -616,33 +624,17 @@ fn main() {
             })
         },
     ));
-    {
-        let mut table = procs::ProcTable::new();
-        table.sample(root).expect("sample");
-        samplers.push(Contender::new(
-            "stallguard procs::ProcTable::sample (reused)",
-            40,
-            move |n| {
-                per_op(n, |_| {
-                    drop(black_box(table.sample(root).expect("sample")));
-                })
-            },
-        ));
-    }
-    {
-        // What a kernel without children lists gets: the table walked.
-        let mut table = procs::ProcTable::new().walk_only();
-        table.sample(root).expect("sample");
-        samplers.push(Contender::new(
-            "diag: ProcTable walk_only (reused)",
-            40,
-            move |n| {
-                per_op(n, |_| {
-                    drop(black_box(table.sample(root).expect("sample")));
-                })
-            },
-        ));
-    }
+    samplers.push(reused_table(
+        "stallguard procs::ProcTable::sample (reused)",
+        procs::ProcTable::new(),
+        root,
+    ));
+    // What a kernel without children lists gets: the table walked.
+    samplers.push(reused_table(
+        "diag: ProcTable walk_only (reused)",
+        procs::ProcTable::new().walk_only(),
+        root,
+    ));
     {
         let mut sys = sysinfo::System::new();
         sys.refresh_processes(sysinfo::ProcessesToUpdate::All, true);

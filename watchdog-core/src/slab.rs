@@ -136,12 +136,9 @@ impl Slab {
         Some((slot, cell))
     }
 
-    /// Adds a chunk when every slot is taken; returns its first slot.
+    /// Adds a chunk when every slot is taken; returns its first slot and
+    /// frees the others.
     fn grow(&mut self) -> Option<u32> {
-        let mut free = self.free.lock();
-        if let Some(slot) = free.pop() {
-            return Some(slot);
-        }
         let base = chunk_base(self.cells.len())?;
         self.cells.push(Arc::new(CellChunk {
             cells: std::array::from_fn(|_| TaskCell::vacant()),
@@ -151,7 +148,9 @@ impl Slab {
         self.ctls
             .push(std::iter::repeat_with(|| None).take(CHUNK).collect());
         // Hand out the chunk's slots lowest first.
-        free.extend((base + 1..base + CHUNK as u32).rev());
+        self.free
+            .lock()
+            .extend((base + 1..base + CHUNK as u32).rev());
         Some(base)
     }
 
