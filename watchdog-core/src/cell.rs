@@ -146,6 +146,12 @@ impl TaskCell {
         self.silent_since.set(start);
     }
 
+    /// The stamp of the last signal of `kind`, `Nanos::ZERO` if none.
+    #[inline]
+    pub(crate) fn last_stamp(&self, kind: SignalKind) -> Nanos {
+        Nanos::from_nanos(self.last_by_kind[kind.slot()].load(Relaxed))
+    }
+
     /// Stores a signal at `now`; returns true when the slow path must run.
     #[inline]
     pub(crate) fn record(&self, kind: SignalKind, now: Nanos) -> bool {

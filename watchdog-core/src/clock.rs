@@ -103,14 +103,17 @@ pub trait Clock: Send + Sync + fmt::Debug + 'static {
     /// Returns the current monotonic instant.
     fn now(&self) -> Nanos;
 
-    /// Returns an instant to stamp a signal with: never earlier than
-    /// [`Clock::now`] read at the same moment, and possibly coarser.
+    /// Returns an instant to stamp a signal with, given `prev`, the stamp of
+    /// the previous signal of the same kind on the same task
+    /// ([`Nanos::ZERO`] if none): never earlier than [`Clock::now`] read at
+    /// the same moment, and possibly coarser (R9.5).
     ///
     /// A stamp that ran ahead only makes a verdict later; one that lagged
     /// would let a budget run out before the silence really lasted it.
-    /// The default is `now`.
+    /// The default is `now`, which a virtual clock keeps exact.
     #[inline]
-    fn stamp(&self) -> Nanos {
+    fn stamp(&self, prev: Nanos) -> Nanos {
+        let _ = prev;
         self.now()
     }
 
@@ -135,14 +138,24 @@ pub trait Clock: Send + Sync + fmt::Debug + 'static {
 /// deadline driver and slow-path operations use, so a verdict is taken when
 /// its budget has really run out. [`Clock::stamp`], which stamps every
 /// recorded signal, reads `CLOCK_MONOTONIC_COARSE` (a few nanoseconds, one
-/// kernel tick of resolution, typically 1–4 ms) plus two ticks: an upper
-/// bound of the precise time, so a stamp is never earlier than the signal
-/// and a budget never runs out early, at the cost of renewals counting up
-/// to two ticks late (R9.1, R9.3). Two, because the coarse clock is the
-/// time at the kernel's last timekeeping update, which accounts time in
-/// whole ticks: it trails by the time since that tick plus what was left
-/// unaccounted, less than a tick each (measured here: 2.1–6.6 ms behind
-/// with 4 ms ticks). Elsewhere both read [`std::time::Instant`].
+/// kernel tick of resolution, typically 1–4 ms) and trusts it only where a
+/// precise reading already vouches for it (R9.5):
+///
+/// - the first signal of its kind in a coarse tick (the previous stamp is
+///   older than the coarse reading) is stamped with `CLOCK_MONOTONIC`
+///   itself: exact, whatever the coarse clock's lag. A task that signals
+///   and then goes silent is judged from a precise stamp;
+/// - a later signal in the same tick, while the previous stamp is within
+///   two ticks of the coarse reading, is stamped with the coarse reading
+///   plus two ticks (the hot path of a busy task, R9.1);
+/// - a previous stamp more than two ticks ahead of the coarse reading
+///   shows the coarse clock lagging (a VM whose timekeeping stalled), and
+///   the signal is stamped precisely again until the coarse clock catches
+///   up.
+///
+/// ARCHITECTURE.md ("Time you can trust") gives the argument and what is
+/// left: a burst of signals that keeps going after its tick's coarse
+/// reading has stalled for more than two ticks.
 ///
 /// # Examples
 ///
@@ -157,8 +170,8 @@ pub trait Clock: Send + Sync + fmt::Debug + 'static {
 #[derive(Clone, Debug)]
 pub struct MonotonicClock {
     origin_mono: u64,
-    /// How far the coarse clock can trail the precise one (two ticks),
-    /// added to its readings.
+    /// How far the coarse clock trails the precise one in a healthy tick
+    /// (two ticks): added to its readings when a precise stamp vouches.
     coarse_slack: u64,
     origin_wall: SystemTime,
     #[cfg(not(target_os = "linux"))]
@@ -176,6 +189,34 @@ impl MonotonicClock {
             #[cfg(not(target_os = "linux"))]
             origin: std::time::Instant::now(),
         }
+    }
+}
+
+impl MonotonicClock {
+    /// `now`, kept out of line: the record path takes it once per coarse
+    /// tick at most while a task is busy.
+    #[cold]
+    #[inline(never)]
+    fn precise(&self) -> Nanos {
+        self.now()
+    }
+}
+
+/// The stamp rule of R9.5, shared by [`MonotonicClock`] and
+/// [`LaggingClock`]: the coarse reading plus `slack` when `prev` (the
+/// previous stamp of the kind) lies within `slack` ahead of it, a precise
+/// reading otherwise.
+///
+/// `prev` at or after the coarse reading means a signal was already
+/// stamped in this coarse tick; `prev` beyond `coarse + slack` means a
+/// precise stamp has shown the coarse clock lagging by more than `slack`.
+/// One wrapping subtraction and one comparison decide both.
+#[inline(always)]
+fn coarse_stamp(coarse: Nanos, slack: u64, prev: Nanos, precise: impl FnOnce() -> Nanos) -> Nanos {
+    if prev.0.wrapping_sub(coarse.0) <= slack {
+        Nanos(coarse.0 + slack)
+    } else {
+        precise()
     }
 }
 
@@ -250,14 +291,16 @@ impl Clock for MonotonicClock {
     }
 
     #[inline]
-    fn stamp(&self) -> Nanos {
+    fn stamp(&self, prev: Nanos) -> Nanos {
         #[cfg(target_os = "linux")]
         {
-            let coarse = raw_mono(libc::CLOCK_MONOTONIC_COARSE);
-            Nanos(coarse.saturating_sub(self.origin_mono) + 1 + self.coarse_slack)
+            let coarse =
+                raw_mono(libc::CLOCK_MONOTONIC_COARSE).saturating_sub(self.origin_mono) + 1;
+            coarse_stamp(Nanos(coarse), self.coarse_slack, prev, || self.precise())
         }
         #[cfg(not(target_os = "linux"))]
         {
+            let _ = prev;
             self.now()
         }
     }
@@ -352,6 +395,108 @@ impl Clock for ManualClock {
     }
 }
 
+/// A virtual clock whose stamps come from a coarse reading that trails it
+/// by a lag the test sets, through the same stamp rule as
+/// [`MonotonicClock`].
+///
+/// It replays in virtual time what a VM's lagging or stalled coarse clock
+/// does to verdicts (R9.5). A guard built on it is virtual, as on a
+/// [`ManualClock`]: move it with [`Guard::advance`](crate::Guard::advance).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use watchdog_core::{Clock, LaggingClock, Nanos};
+///
+/// let clock = LaggingClock::new(Duration::from_millis(4));
+/// clock.advance(Duration::from_millis(100));
+/// clock.set_lag(Duration::from_millis(15)); // more than two ticks behind
+/// let first = clock.stamp(Nanos::ZERO); // the first signal: precise
+/// assert_eq!(first, clock.now());
+/// clock.advance(Duration::from_millis(1));
+/// assert_eq!(clock.stamp(first), clock.now()); // still precise while it lags
+/// ```
+#[derive(Clone, Debug)]
+pub struct LaggingClock {
+    manual: ManualClock,
+    /// Two ticks: what the stamp rule adds to a coarse reading.
+    slack: u64,
+    coarse: Arc<CoarseModel>,
+}
+
+#[derive(Debug, Default)]
+struct CoarseModel {
+    /// How far the coarse reading trails `now`, in nanoseconds.
+    lag: AtomicU64,
+    /// A coarse reading held still while `now` moves on; 0 when not frozen.
+    frozen: AtomicU64,
+}
+
+impl LaggingClock {
+    /// Creates a virtual clock with a kernel tick of `tick` whose coarse
+    /// reading does not lag yet.
+    pub fn new(tick: Duration) -> Self {
+        LaggingClock {
+            manual: ManualClock::new(),
+            slack: dur_nanos(tick).saturating_mul(2),
+            coarse: Arc::default(),
+        }
+    }
+
+    /// Moves the clock forward by `d`.
+    pub fn advance(&self, d: Duration) {
+        self.manual.advance(d);
+    }
+
+    /// Makes the coarse reading trail `now` by `lag` from here on.
+    pub fn set_lag(&self, lag: Duration) {
+        self.coarse.frozen.store(0, Ordering::SeqCst);
+        self.coarse.lag.store(dur_nanos(lag), Ordering::SeqCst);
+    }
+
+    /// Holds the coarse reading where it is while `now` moves on, as a
+    /// VM's stalled timekeeping does, until the next [`LaggingClock::set_lag`].
+    pub fn freeze_coarse(&self) {
+        let at = self.coarse_reading();
+        self.coarse.frozen.store(at.0, Ordering::SeqCst);
+    }
+
+    /// Returns the coarse reading the stamp rule sees now.
+    pub fn coarse_reading(&self) -> Nanos {
+        match self.coarse.frozen.load(Ordering::SeqCst) {
+            0 => {
+                let lag = self.coarse.lag.load(Ordering::SeqCst);
+                Nanos(self.manual.now().0.saturating_sub(lag).max(1))
+            }
+            at => Nanos(at),
+        }
+    }
+
+    /// The underlying virtual clock, shared with this one.
+    pub(crate) fn manual(&self) -> &ManualClock {
+        &self.manual
+    }
+}
+
+impl Clock for LaggingClock {
+    fn now(&self) -> Nanos {
+        self.manual.now()
+    }
+
+    fn stamp(&self, prev: Nanos) -> Nanos {
+        coarse_stamp(self.coarse_reading(), self.slack, prev, || self.now())
+    }
+
+    fn wall_at(&self, at: Nanos) -> SystemTime {
+        self.manual.wall_at(at)
+    }
+
+    fn is_virtual(&self) -> bool {
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -359,15 +504,19 @@ mod tests {
     #[test]
     fn monotonic_never_reads_zero() {
         assert!(MonotonicClock::new().now() > Nanos::ZERO);
-        assert!(MonotonicClock::new().stamp() > Nanos::ZERO);
+        assert!(MonotonicClock::new().stamp(Nanos::ZERO) > Nanos::ZERO);
         assert!(ManualClock::new().now() > Nanos::ZERO);
-        assert_eq!(ManualClock::new().stamp(), ManualClock::new().now());
+        assert_eq!(
+            ManualClock::new().stamp(Nanos::ZERO),
+            ManualClock::new().now()
+        );
     }
 
     /// Reads stamps and precise readings side by side across three ticks
     /// after the clock's creation (a busy loop of clock reads, at most a
-    /// second); returns how many stamps trailed the precise clock, of how
-    /// many, after checking the bounds that always hold.
+    /// second), each stamp given the previous one as a busy task's recorder
+    /// does; returns how many stamps trailed the precise clock, of how many,
+    /// after checking the bounds that always hold.
     fn trailing_stamps(c: &MonotonicClock) -> (u32, u32) {
         let slack = Duration::from_nanos(c.coarse_slack);
         // `now` counts from the clock's origin: three ticks after creation.
@@ -377,9 +526,9 @@ mod tests {
         while readings < 10_000 || (c.now() < ticks && c.now() < Nanos::from_secs(1)) {
             readings += 1;
             let before = c.now();
-            let stamp = c.stamp();
+            let stamp = c.stamp(last);
             let after = c.now();
-            assert!(stamp >= last, "stamps never go backwards");
+            assert!(stamp >= last, "a kind's stamps never go backwards");
             last = stamp;
             if stamp < before {
                 behind += 1;
@@ -389,13 +538,27 @@ mod tests {
         (behind, readings)
     }
 
-    // A stamp is the coarse reading plus two ticks: an upper bound of the
-    // precise time, so stamps never make a budget run out early, and never
-    // more than two ticks ahead. Ordering only, no durations measured. The
-    // coarse clock trails the precise one by less than two ticks unless the
-    // kernel's tick itself runs late (a loaded VM), so the lower bound is
-    // asked of 99 % of readings, in one of three tries. With one tick
-    // added, 8-41 % of readings broke it on this machine; with none, all.
+    // R9.5: the first signal of a tick (no previous stamp at or after the
+    // coarse reading) is stamped precisely, so it is never earlier than the
+    // precise clock read before it, however far the coarse clock lags.
+    // Ordering only, no durations measured.
+    #[test]
+    fn a_first_stamp_is_never_behind_the_precise_clock() {
+        let c = MonotonicClock::new();
+        for _ in 0..10_000 {
+            let before = c.now();
+            assert!(c.stamp(Nanos::ZERO) >= before);
+            // A stamp a whole second old is from an earlier tick too.
+            let old = before.saturating_sub(Duration::from_secs(1));
+            assert!(c.stamp(old) >= before);
+        }
+    }
+
+    // A busy task's stamps (the coarse reading plus two ticks, once a
+    // precise stamp vouches for the tick) lead the precise clock by at most
+    // two ticks. The coarse clock trails the precise one by less than two
+    // ticks unless the kernel's tick itself runs late (a loaded VM), so the
+    // lower bound is asked of 99 % of readings, in one of three tries.
     #[test]
     fn stamps_lead_the_precise_clock_by_at_most_two_ticks() {
         assert!(
@@ -410,6 +573,65 @@ mod tests {
             tries.len() < 3,
             "stamps trailed the clock in every try: {tries:?}"
         );
+    }
+
+    fn tick() -> Duration {
+        Duration::from_millis(4)
+    }
+
+    // R9.5, the rule itself: which readings a stamp comes from.
+    #[test]
+    fn the_coarse_reading_is_trusted_only_where_a_precise_stamp_vouches() {
+        let c = LaggingClock::new(tick());
+        c.advance(Duration::from_millis(100));
+        c.set_lag(Duration::from_millis(3));
+        // First signal: precise.
+        let first = c.stamp(Nanos::ZERO);
+        assert_eq!(first, c.now());
+        // Later in the same tick, the coarse reading is within two ticks
+        // of the precise stamp: coarse plus two ticks, ahead of `now`.
+        c.advance(Duration::from_millis(1));
+        let second = c.stamp(first);
+        assert_eq!(second, c.coarse_reading() + 2 * tick());
+        assert!(second >= c.now());
+        // A previous stamp from an earlier tick: precise again.
+        c.advance(Duration::from_millis(20));
+        assert_eq!(c.stamp(second), c.now());
+        // The coarse clock stalls 15 ms behind: a precise stamp taken now
+        // is more than two ticks ahead of it, so the next is precise too.
+        c.set_lag(Duration::from_millis(15));
+        let stalled = c.stamp(Nanos::ZERO);
+        c.advance(Duration::from_millis(1));
+        assert_eq!(c.stamp(stalled), c.now());
+    }
+
+    // R9.5: under any steady lag a stamp is never behind `now`, except in
+    // the one case the rule cannot see: the lag growing past two ticks
+    // after a precise stamp vouched for the coarse reading, which puts a
+    // stamp behind by at most what the lag grew since (here, below one
+    // step). Lags 0-40 ms in 0.1 ms, steps of 0.25 ms.
+    #[test]
+    fn a_steady_lag_puts_no_stamp_behind_now_beyond_what_it_grew() {
+        let step = Duration::from_micros(250);
+        for lag_us in (0..40_000u64).step_by(100) {
+            let lag = Duration::from_micros(lag_us);
+            let c = LaggingClock::new(tick());
+            c.advance(Duration::from_millis(50));
+            c.set_lag(lag);
+            let allowed = lag.saturating_sub(2 * tick()).min(step);
+            let mut prev = Nanos::ZERO;
+            for i in 0..200 {
+                c.advance(step);
+                let s = c.stamp(prev);
+                assert!(
+                    s + allowed >= c.now(),
+                    "lag {lag:?}, step {i}: {s:?} behind {:?}",
+                    c.now()
+                );
+                assert!(s >= prev);
+                prev = s;
+            }
+        }
     }
 
     // R2.7: a wall-clock jump changes the labels, never the monotonic reading.

@@ -19,7 +19,7 @@ use hashbrown::HashTable;
 use parking_lot::Mutex;
 
 use crate::cell::CounterSlot;
-use crate::clock::{Clock, ManualClock, MonotonicClock, Nanos};
+use crate::clock::{Clock, LaggingClock, ManualClock, MonotonicClock, Nanos};
 use crate::dispatch::Dispatcher;
 use crate::error::GuardError;
 use crate::event::{Outcome, TaskId};
@@ -64,10 +64,14 @@ impl fmt::Debug for GuardBuilder {
 impl GuardBuilder {
     /// Uses `clock` instead of the real monotonic clock.
     ///
-    /// A [`ManualClock`] makes the guard virtual: no driver thread, time
-    /// moves with [`Guard::advance`].
+    /// A [`ManualClock`] or a [`LaggingClock`] makes the guard virtual: no
+    /// driver thread, time moves with [`Guard::advance`].
     pub fn clock<C: Clock + Any>(mut self, clock: C) -> Self {
-        self.manual = (&clock as &dyn Any).downcast_ref::<ManualClock>().cloned();
+        let any = &clock as &dyn Any;
+        self.manual = any.downcast_ref::<ManualClock>().cloned().or_else(|| {
+            any.downcast_ref::<LaggingClock>()
+                .map(|c| c.manual().clone())
+        });
         self.fast_clock = (&clock as &dyn Any)
             .downcast_ref::<MonotonicClock>()
             .cloned();
@@ -609,7 +613,10 @@ impl Recorder {
     /// Records one signal of `kind` now.
     #[inline]
     pub fn signal(&self, kind: SignalKind) {
-        if self.cell.record(kind, self.stamp()) {
+        // The previous stamp of the kind tells the clock whether its coarse
+        // reading can be trusted (R9.5): same cache line as the store.
+        let prev = self.cell.last_stamp(kind);
+        if self.cell.record(kind, self.stamp(prev)) {
             self.poke();
         }
     }
@@ -617,10 +624,10 @@ impl Recorder {
     /// The clock's stamp for a signal, read without a virtual call on the
     /// real clock.
     #[inline]
-    fn stamp(&self) -> Nanos {
+    fn stamp(&self, prev: Nanos) -> Nanos {
         match &self.fast_clock {
-            Some(clock) => clock.stamp(),
-            None => self.inner.clock.stamp(),
+            Some(clock) => clock.stamp(prev),
+            None => self.inner.clock.stamp(prev),
         }
     }
 

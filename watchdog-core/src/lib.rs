@@ -54,7 +54,7 @@ mod status;
 mod task;
 mod timers;
 
-pub use clock::{Clock, ManualClock, MonotonicClock, Nanos};
+pub use clock::{Clock, LaggingClock, ManualClock, MonotonicClock, Nanos};
 pub use error::GuardError;
 pub use event::{
     Action, ActionKind, Budget, ChildInfo, Event, EventKind, Outcome, ProcState, TaskId,
