@@ -108,46 +108,112 @@ fn started(guard: &Guard, name: &str) -> TaskHandle {
     task
 }
 
-/// Runs `run(0)` and `run(1)` on two threads at once; `run` waits on the
-/// barrier once its setup is done, so both time the same moment. Returns
-/// the slower thread's nanoseconds per operation.
-fn on_two_threads(run: impl Fn(usize, &Barrier) -> f64 + Sync) -> f64 {
-    let barrier = Barrier::new(2);
-    std::thread::scope(|s| {
-        let ha = s.spawn(|| run(0, &barrier));
-        let hb = s.spawn(|| run(1, &barrier));
-        let ta = ha.join().expect("thread a");
-        let tb = hb.join().expect("thread b");
-        ta.max(tb)
-    })
+/// One batch of work for a pair thread: runs `n` operations, returns the
+/// nanoseconds per operation.
+type PairJob = Box<dyn FnMut(u64) -> f64 + Send>;
+
+/// Two long-lived threads that run one batch each at the same moment, so
+/// a two-thread row measures recording, not thread start-up, and each
+/// thread keeps its own counter across batches (R9.1).
+struct Pair {
+    shared: Arc<PairShared>,
+    threads: Vec<std::thread::JoinHandle<()>>,
 }
 
-/// Two threads, each recording to its own task at the same time; returns
+struct PairShared {
+    /// Operations in the next batch; 0 tells the threads to exit.
+    ops: AtomicU64,
+    /// The main thread and both workers meet here to start and end a batch.
+    start: Barrier,
+    done: Barrier,
+    /// Workers that reached the spin barrier in this batch: the timed loops
+    /// start together, not one wake-up apart.
+    ready: AtomicU64,
+    /// Each worker's nanoseconds per operation, as f64 bits.
+    result: [AtomicU64; 2],
+}
+
+impl Pair {
+    fn spawn(jobs: [PairJob; 2]) -> Self {
+        let shared = Arc::new(PairShared {
+            ops: AtomicU64::new(0),
+            start: Barrier::new(3),
+            done: Barrier::new(3),
+            ready: AtomicU64::new(0),
+            result: [AtomicU64::new(0), AtomicU64::new(0)],
+        });
+        let threads = jobs
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut job)| {
+                let sh = Arc::clone(&shared);
+                std::thread::spawn(move || loop {
+                    sh.start.wait();
+                    let n = sh.ops.load(Ordering::Acquire);
+                    if n == 0 {
+                        return;
+                    }
+                    sh.ready.fetch_add(1, Ordering::AcqRel);
+                    while sh.ready.load(Ordering::Acquire) % 2 != 0 {
+                        std::hint::spin_loop();
+                    }
+                    let ns = job(n);
+                    sh.result[i].store(ns.to_bits(), Ordering::Release);
+                    sh.done.wait();
+                })
+            })
+            .collect();
+        Pair { shared, threads }
+    }
+
+    /// Runs one batch of `n` on both threads; the slower thread's
+    /// nanoseconds per operation.
+    fn run(&self, n: u64) -> f64 {
+        self.shared.ops.store(n, Ordering::Release);
+        self.shared.start.wait();
+        self.shared.done.wait();
+        let [a, b] = &self.shared.result;
+        f64::from_bits(a.load(Ordering::Acquire)).max(f64::from_bits(b.load(Ordering::Acquire)))
+    }
+}
+
+impl Drop for Pair {
+    fn drop(&mut self) {
+        self.shared.ops.store(0, Ordering::Release);
+        self.shared.start.wait();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Two threads, each recording to its own task through its own source's
+/// counter (as a pipe reader does), kept for the whole run; a batch returns
 /// the slower thread's nanoseconds per signal (R9.1 "lose ≤ 20 % each").
-fn two_threads(a: &Recorder, b: &Recorder, n: u64) -> f64 {
-    on_two_threads(|i, barrier| {
-        // Each thread records through its own source's counter, as a pipe
-        // reader does.
-        let out = [a, b][i].output_counter();
-        barrier.wait();
-        per_op(n, |i| out.record(black_box(i & 63), 0))
-    })
+fn two_threads(a: &Recorder, b: &Recorder) -> Pair {
+    let job = |rec: &Recorder| -> PairJob {
+        let out = rec.output_counter();
+        Box::new(move |n| per_op(n, |i| out.record(black_box(i & 63), 0)))
+    };
+    Pair::spawn([job(a), job(b)])
 }
 
 /// A cell alone on its own pair of cache lines.
 #[repr(align(128))]
 struct Padded(AtomicU64);
 
-/// The floor on two threads at once, each storing into its own padded
-/// cell: what the machine itself loses when both cores record.
-fn two_threads_floor(n: u64) -> f64 {
-    on_two_threads(|_, barrier| {
-        let cell = Padded(AtomicU64::new(0));
-        barrier.wait();
-        per_op(n, |_| {
-            black_box(&cell.0).store(coarse_now(), Ordering::Relaxed)
+/// The floor on two long-lived threads at once, each storing into its own
+/// padded cell: what the machine itself loses when both cores record.
+fn two_threads_floor() -> Pair {
+    let job = || -> PairJob {
+        let cell = Box::new(Padded(AtomicU64::new(0)));
+        Box::new(move |n| {
+            per_op(n, |_| {
+                black_box(&cell.0).store(coarse_now(), Ordering::Relaxed)
+            })
         })
-    })
+    };
+    Pair::spawn([job(), job()])
 }
 
 /// A contender sampling `root` through a table kept across samples.
@@ -526,17 +592,20 @@ fn main() {
             move |n| per_op(n, |_| rec.signal(black_box(SignalKind::Custom))),
         ));
     }
-    contenders.push(Contender::new(
-        "diag: floor, 2 threads x 2 padded cells",
-        FAST_OPS,
-        two_threads_floor,
-    ));
     {
-        let (a, b) = (a.clone(), b.clone());
+        let pair = two_threads_floor();
+        contenders.push(Contender::new(
+            "diag: floor, 2 threads x 2 padded cells",
+            FAST_OPS,
+            move |n| pair.run(n),
+        ));
+    }
+    {
+        let pair = two_threads(&a, &b);
         contenders.push(Contender::new(
             "stallguard output, 2 threads x 2 tasks",
             FAST_OPS,
-            move |n| two_threads(&a, &b, n),
+            move |n| pair.run(n),
         ));
     }
     {
