@@ -31,10 +31,11 @@ use watchdog_core::{
     SinkError, TaskId,
 };
 
-/// When each task's first `stalled` reached the sink, on the guard's clock.
+/// Each task's first `stalled`: the verdict's due instant and when it
+/// reached the sink, on the guard's clock.
 struct Stalls {
     clock: MonotonicClock,
-    at: Mutex<HashMap<TaskId, Nanos>>,
+    at: Mutex<HashMap<TaskId, (Nanos, Nanos)>>,
     arrived: Condvar,
 }
 
@@ -42,7 +43,11 @@ impl Sink for Stalls {
     fn on_event(&self, e: &Event) -> Result<(), SinkError> {
         if matches!(e.kind, EventKind::Stalled { .. }) {
             let now = self.clock.now();
-            self.at.lock().expect("stalls").entry(e.task).or_insert(now);
+            self.at
+                .lock()
+                .expect("stalls")
+                .entry(e.task)
+                .or_insert((e.at, now));
             self.arrived.notify_all();
         }
         Ok(())
@@ -55,7 +60,7 @@ impl Sink for Stalls {
 }
 
 impl Stalls {
-    fn wait(&self, task: TaskId, timeout: Duration) -> Option<Nanos> {
+    fn wait(&self, task: TaskId, timeout: Duration) -> Option<(Nanos, Nanos)> {
         let mut at = self.at.lock().expect("stalls");
         let deadline = std::time::Instant::now() + timeout;
         loop {
@@ -128,8 +133,8 @@ fn trial(
         .heartbeat_interval(None)
         .terminate_after(0);
     // (before, after) each call that began a silence: the start and every
-    // signal. A stall counts from the last one finished before it fired (a
-    // sleep that overran half the budget makes the start's stall due
+    // signal. A stall counts from the last one finished before it came due
+    // (a sleep that overran half the budget makes the start's stall due
     // before the renewal, and that stall is right).
     let mut began = Vec::with_capacity(65);
     let before = clock.now();
@@ -154,10 +159,12 @@ fn trial(
         }
     }
     match stalls.wait(task.id(), budget * 20 + Duration::from_secs(2)) {
-        Some(at) => {
+        Some((due_at, at)) => {
+            // Signals finished before the verdict's due instant count
+            // (R3.10); one racing the verdict may or may not.
             let from = began
                 .iter()
-                .filter(|&&(_, after)| after <= at)
+                .filter(|&&(_, after)| after <= due_at)
                 .map(|&(before, _)| before)
                 .max()
                 .unwrap_or(began[0].0);

@@ -252,6 +252,19 @@ fn scale(c: &mut Criterion) {
     g.bench_function("status_of_one_of_100k", |b| {
         b.iter(|| guard.status(black_box("task-050000")))
     });
+    // A different task each time, in a scattered order: the snapshot with
+    // cold caches (its slot, cell, slow state and name miss), as a control
+    // socket's requests for arbitrary tasks see it.
+    let scattered: Vec<String> = (0..LIVE_TASKS)
+        .map(|i| format!("task-{:06}", (i * 7_919) % LIVE_TASKS))
+        .collect();
+    let mut next = 0;
+    g.bench_function("status_of_a_different_one_of_100k_each_time", |b| {
+        b.iter(|| {
+            next = (next + 1) % LIVE_TASKS;
+            guard.status(black_box(&scattered[next]))
+        })
+    });
     // The same snapshot with one task in the guard: what the lookup among
     // 100 000 adds to building the snapshot itself.
     let lone = Guard::builder().clock(ManualClock::new()).build();
