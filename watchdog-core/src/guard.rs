@@ -547,19 +547,21 @@ impl Inner {
             if self.shutdown.load(Ordering::SeqCst) {
                 return;
             }
-            let (now, next) = {
+            let next = {
                 let mut s = self.sched.lock();
                 let now = self.clock.now();
                 self.run_due(&mut s, now);
                 let next = s.timers.peek(&s.slab).map(|(due, _)| due);
                 s.planned_wake = next;
-                (now, next)
+                next
             };
             self.dispatch.drain();
             match next {
-                // The coarse clock may lag the precise one parking uses by a
-                // kernel tick; waking a little early just loops once more.
-                Some(due) => std::thread::park_timeout(due.saturating_since(now)),
+                // The wait is measured from after the delivery: inline sinks
+                // may take a while, and a wait measured from before them
+                // would oversleep the next due by as long (R9.3). Waking a
+                // little early just loops once more.
+                Some(due) => std::thread::park_timeout(due.saturating_since(self.clock.now())),
                 None => std::thread::park(),
             }
         }
