@@ -115,16 +115,26 @@ fn spin_until(clock: &MonotonicClock, t: Nanos) {
     }
 }
 
+/// What every trial shares: the guard, its clock and the stall sink.
+struct Rig<'a> {
+    guard: &'a Guard,
+    clock: &'a MonotonicClock,
+    stalls: &'a Stalls,
+}
+
 fn trial(
-    guard: &Guard,
-    clock: &MonotonicClock,
-    stalls: &Stalls,
+    rig: &Rig<'_>,
     budget: Duration,
     mode: Mode,
     name: String,
     rng: &mut Rng,
     out: &mut Outcome,
 ) {
+    let Rig {
+        guard,
+        clock,
+        stalls,
+    } = *rig;
     // Asleep for a random while, so the record below lands at a random
     // moment after an idle stretch.
     std::thread::sleep(Duration::from_micros(rng.below(5_000)));
@@ -202,13 +212,16 @@ fn run_case(
             .map(|w| {
                 let stalls = Arc::clone(stalls);
                 s.spawn(move || {
-                    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (w as u64 + 1) * 0x1000_0001);
+                    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ ((w as u64 + 1) * 0x1000_0001));
                     let mut out = Outcome::default();
                     for i in (w..trials).step_by(threads) {
                         let name = format!("{mode:?}-{}-{i}", budget.as_millis());
-                        trial(
-                            guard, clock, &stalls, budget, mode, name, &mut rng, &mut out,
-                        );
+                        let rig = Rig {
+                            guard,
+                            clock,
+                            stalls: &stalls,
+                        };
+                        trial(&rig, budget, mode, name, &mut rng, &mut out);
                     }
                     out
                 })
