@@ -10,18 +10,28 @@
 //! progress. The core's [`Recorder::progress`] keeps one maximum per task,
 //! so when a token rises below another token's high-water mark the adapter
 //! records the `progress` signal directly. The first value seen for a token
-//! counts as a rise. At most [`MAX_TOKENS`] tokens are tracked; only a
-//! keyed 64-bit hash of each is kept, whatever its length.
+//! counts as a rise. Only a keyed 64-bit hash of each token is kept,
+//! whatever its length.
+//!
+//! A token lives as long as its request (R5.8). The adapter reads both
+//! directions of the session when it is given them: a request that carries
+//! `params._meta.progressToken` ties the token to the request's id, and the
+//! response or error to that id, or `notifications/cancelled` naming it,
+//! retires the token. A response also retires a token equal to its id, as
+//! the TypeScript SDK uses the request id as the token, so a runner that
+//! feeds only the server's messages still sees tokens retired. Tokens never
+//! retired are evicted oldest first past [`MAX_TOKENS`]; a new token is
+//! never refused, so a session of any length keeps renewing.
 
-use std::collections::hash_map::Entry;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::hash::{BuildHasher, RandomState};
 
 use serde_json::Value;
 use watchdog_core::{Recorder, SignalKind};
 
-/// The most progress tokens tracked at once; see [`McpProgress::forget`].
+/// The most progress tokens tracked at once; past this the oldest is
+/// evicted, never a new one refused (R5.8).
 pub const MAX_TOKENS: usize = 1024;
 
 /// Why a message did not renew the task; every rejection is counted.
@@ -54,21 +64,17 @@ pub enum McpRejection {
     /// `progress` equal to or below the token's last value (R2.6).
     #[error("progress did not rise for its token")]
     NotRising,
-    /// [`MAX_TOKENS`] tokens are tracked already.
-    #[error("too many progress tokens tracked")]
-    TooManyTokens,
 }
 
 impl McpRejection {
     /// Every reason, in counter order.
-    pub const ALL: [McpRejection; 7] = [
+    pub const ALL: [McpRejection; 6] = [
         McpRejection::InvalidJson,
         McpRejection::NotJsonRpc,
         McpRejection::MalformedParams,
         McpRejection::BadToken,
         McpRejection::BadProgress,
         McpRejection::NotRising,
-        McpRejection::TooManyTokens,
     ];
 }
 
@@ -105,8 +111,24 @@ pub struct McpProgress {
     recorder: Recorder,
     hasher: RandomState,
     /// Last value per token hash.
-    tokens: HashMap<u64, f64>,
+    tokens: HashMap<u64, Token>,
+    /// Token keys with the sequence number they were created with, oldest
+    /// first; an entry whose token is gone (or was re-created) is stale.
+    order: VecDeque<(u64, u64)>,
+    /// Request id key to the token key its request carried.
+    requests: HashMap<u64, u64>,
+    next_seq: u64,
     counts: [u64; McpRejection::ALL.len()],
+}
+
+/// What the adapter keeps of one live progress token.
+#[derive(Clone, Copy, Debug)]
+struct Token {
+    /// The highest progress seen; `None` until the first notification.
+    last: Option<f64>,
+    seq: u64,
+    /// The key of the request that carried it, when that request was seen.
+    request: Option<u64>,
 }
 
 impl fmt::Debug for McpProgress {
@@ -131,6 +153,9 @@ impl McpProgress {
             recorder,
             hasher: RandomState::new(),
             tokens: HashMap::new(),
+            order: VecDeque::new(),
+            requests: HashMap::new(),
+            next_seq: 0,
             counts: [0; McpRejection::ALL.len()],
         }
     }
@@ -179,7 +204,7 @@ impl McpProgress {
     /// Stops tracking `token` (a string or number), as when its request
     /// completed; returns whether it was tracked.
     pub fn forget(&mut self, token: &Value) -> bool {
-        token_key(&self.hasher, token).is_some_and(|k| self.tokens.remove(&k).is_some())
+        token_key(&self.hasher, token).is_some_and(|k| self.retire(k))
     }
 
     /// Returns how many tokens are tracked.
@@ -205,8 +230,44 @@ impl McpProgress {
         if m.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
             return Err(McpRejection::NotJsonRpc);
         }
-        if m.get("method").and_then(Value::as_str) != Some("notifications/progress") {
-            return Ok(Step::Ignored);
+        let method = match m.get("method") {
+            None => {
+                // A response or an error: its request is over.
+                if m.get("result").is_some() || m.get("error").is_some() {
+                    if let Some(id) = m.get("id").and_then(|id| token_key(&self.hasher, id)) {
+                        self.request_over(id);
+                    }
+                }
+                return Ok(Step::Ignored);
+            }
+            Some(method) => method.as_str().ok_or(McpRejection::NotJsonRpc)?,
+        };
+        match method {
+            "notifications/progress" => {}
+            "notifications/cancelled" => {
+                let request = m
+                    .get("params")
+                    .and_then(|p| p.get("requestId"))
+                    .and_then(|id| token_key(&self.hasher, id));
+                if let Some(id) = request {
+                    self.request_over(id);
+                }
+                return Ok(Step::Ignored);
+            }
+            _ => {
+                // A request that asks for progress ties its token to its id.
+                let token = m
+                    .get("params")
+                    .and_then(|p| p.get("_meta"))
+                    .and_then(|meta| meta.get("progressToken"))
+                    .and_then(|t| token_key(&self.hasher, t));
+                let id = m.get("id").and_then(|id| token_key(&self.hasher, id));
+                if let (Some(token), Some(id)) = (token, id) {
+                    self.entry(token).request = Some(id);
+                    self.requests.insert(id, token);
+                }
+                return Ok(Step::Ignored);
+            }
         }
         let params = m
             .get("params")
@@ -221,22 +282,77 @@ impl McpProgress {
             .and_then(Value::as_f64)
             .filter(|v| v.is_finite() && *v >= 0.0)
             .ok_or(McpRejection::BadProgress)?;
-        let tracked = self.tokens.len();
-        match self.tokens.entry(key) {
-            Entry::Occupied(last) if value <= *last.get() => return Err(McpRejection::NotRising),
-            Entry::Occupied(mut last) => {
-                last.insert(value);
-            }
-            Entry::Vacant(_) if tracked >= MAX_TOKENS => return Err(McpRejection::TooManyTokens),
-            Entry::Vacant(slot) => {
-                slot.insert(value);
-            }
+        let token = self.entry(key);
+        if token.last.is_some_and(|last| value <= last) {
+            return Err(McpRejection::NotRising);
         }
+        token.last = Some(value);
         if !self.recorder.progress(value) {
             // Rose for this token, not above another token's value.
             self.recorder.signal(SignalKind::Progress);
         }
         Ok(Step::Renewed)
+    }
+
+    /// Returns the live token `key`, creating it (and evicting the oldest
+    /// past [`MAX_TOKENS`]) when it is new.
+    fn entry(&mut self, key: u64) -> &mut Token {
+        if !self.tokens.contains_key(&key) {
+            while self.tokens.len() >= MAX_TOKENS {
+                let Some((oldest, seq)) = self.order.pop_front() else {
+                    break;
+                };
+                if self.tokens.get(&oldest).is_some_and(|t| t.seq == seq) {
+                    tracing::debug!(task = %self.recorder.id(), "oldest mcp progress token evicted");
+                    self.retire(oldest);
+                }
+            }
+            let seq = self.next_seq;
+            self.next_seq += 1;
+            self.order.push_back((key, seq));
+            self.tokens.insert(
+                key,
+                Token {
+                    last: None,
+                    seq,
+                    request: None,
+                },
+            );
+            self.compact();
+        }
+        self.tokens.get_mut(&key).expect("inserted above")
+    }
+
+    /// Retires token `key` and its request link; returns whether it lived.
+    fn retire(&mut self, key: u64) -> bool {
+        match self.tokens.remove(&key) {
+            Some(token) => {
+                if let Some(request) = token.request {
+                    self.requests.remove(&request);
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Retires the token of the request whose id key is `id`, and a token
+    /// equal to the id (the TypeScript SDK's choice of token).
+    fn request_over(&mut self, id: u64) {
+        if let Some(token) = self.requests.remove(&id) {
+            self.retire(token);
+        }
+        self.retire(id);
+    }
+
+    /// Drops stale order entries once they outnumber the live tokens, so the
+    /// queue stays within a small multiple of [`MAX_TOKENS`].
+    fn compact(&mut self) {
+        if self.order.len() > 2 * MAX_TOKENS {
+            let tokens = &self.tokens;
+            self.order
+                .retain(|(key, seq)| tokens.get(key).is_some_and(|t| t.seq == *seq));
+        }
     }
 
     fn reject(&mut self, reason: McpRejection) -> McpRejection {

@@ -226,19 +226,82 @@ fn progress_rises_per_token() {
 }
 
 #[test]
-fn tracked_tokens_are_capped() {
+fn past_the_cap_the_oldest_token_is_evicted_never_a_new_one_refused() {
+    // R5.8: tokens never retired are evicted oldest first.
     let (_guard, _rec, task) = setup("cap");
     let mut mcp = McpProgress::new(task.recorder());
     for i in 0..MAX_TOKENS {
         assert_eq!(mcp.feed(&progress(&i.to_string(), 1.0)), Ok(Step::Renewed));
     }
-    assert_eq!(
-        mcp.feed(&progress("\"one-more\"", 1.0)),
-        Err(McpRejection::TooManyTokens)
-    );
-    assert!(mcp.forget(&serde_json::json!(0)));
     assert_eq!(mcp.feed(&progress("\"one-more\"", 1.0)), Ok(Step::Renewed));
     assert_eq!(mcp.tokens(), MAX_TOKENS);
+    // Token 0 was the oldest: it is gone, so its next value is a first one.
+    assert!(!mcp.forget(&serde_json::json!(0)));
+    assert!(mcp.forget(&serde_json::json!(1)));
+}
+
+fn request(id: u64, token: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"probe","arguments":{{}},"_meta":{{"progressToken":{token}}}}}}}"#
+    )
+}
+
+#[test]
+fn a_response_an_error_or_a_cancel_retires_the_requests_token() {
+    // R5.8: a token lives as long as its request.
+    let (_guard, _rec, task) = setup("lifecycle");
+    let mut mcp = McpProgress::new(task.recorder());
+    for (id, token) in [(1, "\"tok-a\""), (2, "\"tok-b\""), (3, "\"tok-c\"")] {
+        assert_eq!(mcp.feed(&request(id, token)), Ok(Step::Ignored));
+        assert_eq!(mcp.feed(&progress(token, 5.0)), Ok(Step::Renewed));
+    }
+    assert_eq!(mcp.tokens(), 3);
+    let done = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#;
+    assert_eq!(mcp.feed(done), Ok(Step::Ignored));
+    let failed = r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"boom"}}"#;
+    assert_eq!(mcp.feed(failed), Ok(Step::Ignored));
+    let cancelled = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3,"reason":"user"}}"#;
+    assert_eq!(mcp.feed(cancelled), Ok(Step::Ignored));
+    assert_eq!(mcp.tokens(), 0);
+    assert_eq!(mcp.total_rejections(), 0);
+}
+
+#[test]
+fn a_response_retires_a_token_equal_to_its_id_as_the_typescript_sdk_makes_them() {
+    // R5.8: the TypeScript SDK's client uses the request id as the token,
+    // so the server's messages alone retire it.
+    let (_guard, _rec, task) = setup("ts-sdk");
+    let mut mcp = McpProgress::new(task.recorder());
+    assert_eq!(mcp.feed(&progress("41", 1.0)), Ok(Step::Renewed));
+    assert_eq!(mcp.tokens(), 1);
+    let done = r#"{"jsonrpc":"2.0","id":41,"result":{}}"#;
+    assert_eq!(mcp.feed(done), Ok(Step::Ignored));
+    assert_eq!(mcp.tokens(), 0);
+}
+
+#[test]
+fn a_100_000_request_session_keeps_renewing_with_one_token_each() {
+    // R5.8: one adapter, a new token per request, every one renews, and the
+    // tracked set never grows past what is in flight.
+    let (guard, rec, task) = setup("session");
+    let mut mcp = McpProgress::new(task.recorder());
+    for id in 0..100_000u64 {
+        let token = format!("\"req-{id}\"");
+        assert_eq!(mcp.feed(&request(id, &token)), Ok(Step::Ignored));
+        for v in [0.25, 0.5, 1.0] {
+            assert_eq!(
+                mcp.feed(&progress(&token, v)),
+                Ok(Step::Renewed),
+                "request {id}"
+            );
+        }
+        guard.advance(Duration::from_millis(90));
+        let done = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#);
+        assert_eq!(mcp.feed(&done), Ok(Step::Ignored));
+        assert_eq!(mcp.tokens(), 0, "request {id}");
+    }
+    assert_eq!(mcp.total_rejections(), 0);
+    assert_eq!(rec.types_for("session"), ["started"]);
 }
 
 #[test]
