@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use stallguard_sources::args::anthropic::AnthropicStream;
 use stallguard_sources::args::openai::OpenAiStream;
-use stallguard_sources::args::{ArgumentTracker, Rejection, Step, MAX_FINGERPRINTS};
-use watchdog_core::{Guard, ManualClock, Profile, RecordingSink, SignalKind, TaskHandle};
+use stallguard_sources::args::{ArgumentTracker, Freshness, Rejection, Step, MAX_FINGERPRINTS};
+use watchdog_core::{Guard, ManualClock, Profile, RecordingSink, TaskHandle};
 
 const IDLE: Duration = Duration::from_millis(100);
 
@@ -24,15 +24,6 @@ fn setup(name: &str) -> (Guard, RecordingSink, TaskHandle) {
     let profile = Profile::default().idle(IDLE).heartbeat_interval(None);
     let task = guard.start(name, profile).unwrap();
     (guard, rec, task)
-}
-
-fn fixture(name: &str) -> Vec<String> {
-    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("reading {path}: {e}"))
-        .lines()
-        .map(str::to_owned)
-        .collect()
 }
 
 fn message_start(id: &str) -> String {
@@ -127,13 +118,79 @@ fn assert_does_not_renew(
 }
 
 #[test]
-fn the_same_delta_twice_does_not_renew() {
-    assert_does_not_renew(
-        "duplicate",
-        |_| {},
-        |s| s.feed(&json_delta(0, "{\"a\":")),
-        Err(Rejection::DuplicateDelta),
+fn in_ordered_mode_a_repeated_fragment_renews() {
+    // R5.2 (Ordered, the adapters' default): real streams repeat short
+    // fragments, and each is new text at a new place in the arguments.
+    let (guard, rec, task) = setup("repeat");
+    let mut s = open_stream(&task);
+    for _ in 0..3 {
+        assert_eq!(s.feed(&json_delta(0, "\",\"")), Ok(Step::Renewed));
+        guard.advance(ms(90));
+    }
+    assert_eq!(s.tracker().accepted(), 3);
+    assert_eq!(s.tracker().fingerprints(), 0, "ordered mode keeps none");
+    assert_eq!(rec.types_for("repeat"), ["started"]);
+}
+
+/// A deduplicated tracker with message 1 active and block 0 open.
+fn dedup_tracker(task: &TaskHandle) -> ArgumentTracker {
+    let mut t = ArgumentTracker::with_freshness(task.recorder(), Freshness::Deduplicated);
+    t.message_start(1).unwrap();
+    t.block_start(0, "call_1", "write").unwrap();
+    t
+}
+
+#[test]
+fn in_deduplicated_mode_a_replay_at_the_same_offset_does_not_renew() {
+    // R5.2 (Deduplicated): a replayed chunk never renews.
+    let (guard, rec, task) = setup("replay");
+    let mut t = dedup_tracker(&task);
+    assert_eq!(t.delta_at(0, 0, "{\"a\":"), Ok(()));
+    guard.advance(ms(90));
+    assert_eq!(t.delta_at(0, 0, "{\"a\":"), Err(Rejection::DuplicateDelta));
+    assert_eq!(t.rejections().get(Rejection::DuplicateDelta), 1);
+    guard.advance(ms(10));
+    assert_eq!(
+        rec.types_for("replay"),
+        ["started", "stalled", "cancelling"]
     );
+}
+
+#[test]
+fn in_deduplicated_mode_a_repeated_fragment_at_a_new_position_renews() {
+    // R5.2 (Deduplicated): the fingerprint holds the position, so the same
+    // text further on is progress, by the wire's offset or by the block's
+    // accumulated length.
+    let (guard, rec, task) = setup("new-position");
+    let mut t = dedup_tracker(&task);
+    assert_eq!(t.delta_at(0, 0, ","), Ok(()));
+    guard.advance(ms(90));
+    assert_eq!(t.delta_at(0, 1, ","), Ok(()));
+    guard.advance(ms(90));
+    assert_eq!(t.delta(0, ","), Ok(()), "accumulated length 2");
+    guard.advance(ms(90));
+    assert_eq!(t.accepted(), 3);
+    assert_eq!(rec.types_for("new-position"), ["started"]);
+}
+
+#[test]
+fn deduplicated_mode_forgets_the_oldest_fingerprint_past_4096_and_never_fails_closed() {
+    // R5.2: past 4096 fingerprints the oldest are dropped; a replay older
+    // than that counts as fresh, a new delta is never refused.
+    let (_guard, _rec, task) = setup("evict");
+    let mut t = dedup_tracker(&task);
+    for i in 0..MAX_FINGERPRINTS as u64 + 10 {
+        assert_eq!(t.delta_at(0, i, "x"), Ok(()), "delta {i}");
+    }
+    assert_eq!(t.fingerprints(), MAX_FINGERPRINTS);
+    // The 10 oldest were forgotten: replaying one of them is fresh ...
+    assert_eq!(t.delta_at(0, 3, "x"), Ok(()));
+    // ... while a recent one is still a replay.
+    assert_eq!(
+        t.delta_at(0, MAX_FINGERPRINTS as u64, "x"),
+        Err(Rejection::DuplicateDelta)
+    );
+    assert_eq!(t.fingerprints(), MAX_FINGERPRINTS);
 }
 
 #[test]
@@ -284,32 +341,17 @@ fn block_announcements_need_an_id_a_name_and_an_index_below_4096() {
 }
 
 #[test]
-fn the_4097th_distinct_delta_does_not_renew_and_a_new_message_accepts_old_chunks() {
-    // R5.2: fail closed at 4096 fingerprints until the next message.
-    let (guard, rec, task) = setup("exhaust");
-    let mut s = open_stream(&task);
-    for i in 0..MAX_FINGERPRINTS {
-        assert_eq!(s.feed(&json_delta(0, &format!("{i},"))), Ok(Step::Renewed));
-    }
-    guard.advance(ms(90));
-    assert_eq!(
-        s.feed(&json_delta(0, "4096,")),
-        Err(Rejection::FingerprintsExhausted)
-    );
-    guard.advance(ms(10));
-    assert_eq!(
-        rec.types_for("exhaust"),
-        ["started", "stalled", "cancelling"]
-    );
-    assert_eq!(s.tracker().fingerprints(), MAX_FINGERPRINTS);
-
-    // The next message starts a fresh generation: a chunk seen in the last
-    // one is fresh again.
-    assert_eq!(s.feed(MESSAGE_STOP), Ok(Step::Tracked));
-    assert_eq!(s.tracker().fingerprints(), 0);
-    assert_eq!(s.feed(&message_start("msg_2")), Ok(Step::Tracked));
-    assert_eq!(s.feed(&tool_start(0, "toolu_2", "bash")), Ok(Step::Tracked));
-    assert_eq!(s.feed(&json_delta(0, "0,")), Ok(Step::Renewed));
+fn deduplicated_fingerprints_are_cleared_by_a_new_message() {
+    // R5.2: fingerprints belong to one generation.
+    let (_guard, _rec, task) = setup("generations");
+    let mut t = dedup_tracker(&task);
+    assert_eq!(t.delta_at(0, 0, "{"), Ok(()));
+    assert_eq!(t.fingerprints(), 1);
+    t.message_end();
+    assert_eq!(t.fingerprints(), 0);
+    t.message_start(2).unwrap();
+    t.block_start(0, "call_2", "write").unwrap();
+    assert_eq!(t.delta_at(0, 0, "{"), Ok(()));
 }
 
 #[test]
@@ -338,54 +380,6 @@ fn turn_end_releases_a_message_that_never_stopped() {
     );
     s.turn_end();
     assert_eq!(s.feed(&message_start("msg_2")), Ok(Step::Tracked));
-}
-
-#[test]
-fn anthropic_fixture_renews_once_per_fresh_delta_and_never_counts_a_tool_call() {
-    // R5.2: partial arguments are never exposed or counted as a tool call.
-    let (_guard, rec, task) = setup("anthropic");
-    let mut s = AnthropicStream::new(task.recorder());
-    let mut steps = Vec::new();
-    for line in fixture("anthropic_tool_use.jsonl") {
-        steps.push(s.feed(&line));
-    }
-    let renewed = steps.iter().filter(|r| **r == Ok(Step::Renewed)).count();
-    assert_eq!(renewed, 8);
-    assert_eq!(s.tracker().accepted(), 8);
-    // The provider's opening "" delta is the only refusal.
-    assert_eq!(s.tracker().rejections().total(), 1);
-    assert_eq!(s.tracker().rejections().get(Rejection::EmptyDelta), 1);
-    assert!(!s.tracker().is_active());
-    assert!(task.last_signal(SignalKind::ArgumentDelta).is_some());
-    assert!(task.last_signal(SignalKind::ToolCall).is_none());
-    assert!(task.last_call().is_none());
-    let debug = format!("{s:?}");
-    assert!(
-        !debug.contains("Francisc") && !debug.contains("location"),
-        "{debug}"
-    );
-    assert!(!debug.contains("toolu_01T1x1fJ34qAmk2tNTrN7Up6"), "{debug}");
-    assert_eq!(rec.types_for("anthropic"), ["started"]);
-}
-
-#[test]
-fn openai_fixture_renews_once_per_fresh_delta_across_two_tool_calls() {
-    let (_guard, _rec, task) = setup("openai");
-    let mut s = OpenAiStream::new(task.recorder());
-    let steps: Vec<_> = fixture("openai_tool_calls.jsonl")
-        .iter()
-        .map(|line| s.feed(line))
-        .collect();
-    assert_eq!(
-        steps.iter().filter(|r| **r == Ok(Step::Renewed)).count(),
-        12
-    );
-    assert_eq!(s.tracker().rejections().total(), 0, "{:?}", s.tracker());
-    assert!(!s.tracker().is_active(), "finish_reason ends the message");
-    // The usage chunk after the finish and [DONE] are ignored.
-    assert_eq!(steps[steps.len() - 2], Ok(Step::Ignored));
-    assert_eq!(steps[steps.len() - 1], Ok(Step::Ignored));
-    assert!(task.last_call().is_none());
 }
 
 fn oa_chunk(id: &str, created: i64, delta: &str, finish: &str) -> String {
@@ -458,10 +452,11 @@ fn openai_replayed_older_response_is_refused_and_the_current_one_continues() {
         s.feed(&oa_args("chatcmpl-new", 200, "{\"y\"")),
         Ok(Step::Renewed)
     );
-    // The same chunk again, and a re-sent start, do not renew.
+    // The same fragment again is more text of an ordered stream (R5.2); a
+    // re-sent start does not renew.
     assert_eq!(
         s.feed(&oa_args("chatcmpl-new", 200, "{\"y\"")),
-        Err(Rejection::DuplicateDelta)
+        Ok(Step::Renewed)
     );
     assert_eq!(
         s.feed(&oa_start("chatcmpl-new", 200, "call_1")),
@@ -568,20 +563,20 @@ fn malformed_input_is_a_counted_typed_rejection() {
 }
 
 #[test]
-fn a_flood_of_distinct_deltas_keeps_memory_bounded() {
-    // R10.2: the fingerprint set is capped at 4096 whatever arrives.
+fn a_flood_of_deltas_keeps_memory_bounded_and_every_delta_renews() {
+    // R10.2 / R5.2: 100 000 deltas, in both modes, all accepted; ordered
+    // mode keeps no fingerprint, deduplicated mode at most 4096.
     let (_guard, _rec, task) = setup("flood");
-    let mut t = ArgumentTracker::new(task.recorder());
-    t.message_start(1).unwrap();
-    t.block_start(0, "call", "bash").unwrap();
-    let total = 100_000u64;
-    for i in 0..total {
-        let _ = t.delta(0, &format!("chunk-{i}"));
+    for freshness in [Freshness::Ordered, Freshness::Deduplicated] {
+        let mut t = ArgumentTracker::with_freshness(task.recorder(), freshness);
+        t.message_start(1).unwrap();
+        t.block_start(0, "call", "bash").unwrap();
+        let total = 100_000u64;
+        for i in 0..total {
+            assert_eq!(t.delta(0, &format!("chunk-{}", i % 7)), Ok(()));
+        }
+        assert_eq!(t.accepted(), total);
+        assert!(t.fingerprints() <= MAX_FINGERPRINTS, "{freshness:?}");
+        assert_eq!(t.rejections().total(), 0);
     }
-    assert_eq!(t.fingerprints(), MAX_FINGERPRINTS);
-    assert_eq!(t.accepted(), MAX_FINGERPRINTS as u64);
-    assert_eq!(
-        t.rejections().get(Rejection::FingerprintsExhausted),
-        total - MAX_FINGERPRINTS as u64
-    );
 }

@@ -1,16 +1,34 @@
 //! Streamed tool-argument deltas and their stream adapters (R5.2).
 //!
-//! [`ArgumentTracker`] holds the generation / block / fingerprint rules that
-//! decide whether a delta is fresh progress; [`anthropic::AnthropicStream`]
-//! and [`openai::OpenAiStream`] feed it from the providers' wire formats.
-//! Partial arguments never leave this module: the tracker keeps a 64-bit
-//! fingerprint per delta and never the text, and nothing here starts a tool
-//! call (that is [`crate::tools`], once the call is final).
+//! [`ArgumentTracker`] holds the generation / block / freshness rules that
+//! decide whether a delta is fresh progress; the adapters feed it from the
+//! providers' wire formats: [`anthropic::AnthropicStream`] (Messages),
+//! [`openai::OpenAiStream`] (chat completions, with or without `index`),
+//! [`responses::ResponsesStream`] (the Responses API) and
+//! [`gemini::GeminiStream`] (`streamGenerateContent`).
+//! Partial arguments never leave this module: the tracker keeps at most a
+//! 64-bit fingerprint per delta and never the text, and nothing here starts a
+//! tool call (that is [`crate::tools`], once the call is final).
+//!
+//! Freshness has two modes (R5.2). [`Freshness::Ordered`], the default of
+//! every adapter, is for ordered exactly-once streams (SSE over HTTP, a
+//! child's stdout): every non-empty delta on an open announced block is
+//! fresh, with no per-delta state at all. Real streams repeat short
+//! fragments (`":"`, `","`, indentation) and a long file write streams tens
+//! of thousands of deltas, so any fingerprint set there refuses genuine
+//! progress and a cap on it kills the very generation the rule protects
+//! (seed 004). [`Freshness::Deduplicated`] is for sequence-less RPC where a
+//! chunk can be replayed: a delta is fingerprinted with its position (block
+//! index and the block's length before it), so a replay never renews while a
+//! repeated fragment at a new position does; past [`MAX_FINGERPRINTS`] the
+//! oldest fingerprints are forgotten, never refused.
 
 pub mod anthropic;
+pub mod gemini;
 pub mod openai;
+pub mod responses;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::hash::{BuildHasher, RandomState};
 
@@ -19,8 +37,41 @@ use watchdog_core::Recorder;
 /// Block indices are accepted in `0..MAX_BLOCKS` (R5.2).
 pub const MAX_BLOCKS: u64 = 4096;
 
-/// Distinct deltas one generation can accept before it fails closed (R5.2).
+/// Fingerprints a [`Freshness::Deduplicated`] generation remembers; past
+/// this the oldest are forgotten (R5.2), so an older replay counts as fresh
+/// (a bounded risk that the deadline budget covers) and nothing fails closed.
 pub const MAX_FINGERPRINTS: usize = 4096;
+
+/// How the tracker decides that a delta on an open block is fresh (R5.2).
+///
+/// # Examples
+///
+/// ```
+/// use stallguard_sources::args::{ArgumentTracker, Freshness, Rejection};
+/// use watchdog_core::{Guard, ManualClock, Profile};
+///
+/// let guard = Guard::builder().clock(ManualClock::new()).build();
+/// let task = guard.start("turn", Profile::default()).unwrap();
+/// let mut rpc = ArgumentTracker::with_freshness(task.recorder(), Freshness::Deduplicated);
+/// rpc.message_start(1).unwrap();
+/// rpc.block_start(0, "call_1", "write").unwrap();
+/// rpc.delta(0, ",").unwrap();        // position 0
+/// rpc.delta(0, ",").unwrap();        // the same fragment at position 1: fresh
+/// assert_eq!(Freshness::default(), Freshness::Ordered);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Freshness {
+    /// Every non-empty delta on an open announced block is fresh: for
+    /// ordered, exactly-once streams. O(1) memory per block, no cap.
+    #[default]
+    Ordered,
+    /// A delta already seen at the same position (block index and the
+    /// block's accumulated length before it) is a replay and does not renew:
+    /// for sequence-less RPC. At most [`MAX_FINGERPRINTS`] remembered,
+    /// oldest forgotten first.
+    Deduplicated,
+}
 
 /// Why an event did not renew the task; every rejection is counted.
 ///
@@ -31,7 +82,7 @@ pub const MAX_FINGERPRINTS: usize = 4096;
 ///
 /// ```
 /// use stallguard_sources::args::Rejection;
-/// assert_eq!(Rejection::DuplicateDelta.to_string(), "delta already seen in this generation");
+/// assert_eq!(Rejection::DuplicateDelta.to_string(), "delta already seen at this position in this generation");
 /// assert_eq!(Rejection::ALL.len(), Rejection::COUNT);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
@@ -71,12 +122,10 @@ pub enum Rejection {
     /// A delta that is not a non-empty string.
     #[error("delta is empty")]
     EmptyDelta,
-    /// A delta whose fingerprint was already seen in this generation.
-    #[error("delta already seen in this generation")]
+    /// A delta already seen at the same position in this generation (a
+    /// replay; [`Freshness::Deduplicated`] only).
+    #[error("delta already seen at this position in this generation")]
     DuplicateDelta,
-    /// The generation holds 4096 fingerprints and fails closed.
-    #[error("generation reached 4096 distinct deltas and stopped renewing")]
-    FingerprintsExhausted,
     /// Not JSON (or not UTF-8).
     #[error("not valid JSON")]
     InvalidJson,
@@ -93,7 +142,7 @@ pub enum Rejection {
 
 impl Rejection {
     /// Every reason, in counter order.
-    pub const ALL: [Rejection; 17] = [
+    pub const ALL: [Rejection; 16] = [
         Rejection::NegativeTimestamp,
         Rejection::StaleTimestamp,
         Rejection::GenerationActive,
@@ -106,7 +155,6 @@ impl Rejection {
         Rejection::BlockClosed,
         Rejection::EmptyDelta,
         Rejection::DuplicateDelta,
-        Rejection::FingerprintsExhausted,
         Rejection::InvalidJson,
         Rejection::MalformedEvent,
         Rejection::BadTimestamp,
@@ -131,7 +179,6 @@ impl Rejection {
             Rejection::BlockClosed => "block_closed",
             Rejection::EmptyDelta => "empty_delta",
             Rejection::DuplicateDelta => "duplicate_delta",
-            Rejection::FingerprintsExhausted => "fingerprints_exhausted",
             Rejection::InvalidJson => "invalid_json",
             Rejection::MalformedEvent => "malformed_event",
             Rejection::BadTimestamp => "bad_timestamp",
@@ -206,9 +253,10 @@ pub enum Step {
 /// Decides which streamed tool-argument deltas are fresh progress (R5.2)
 /// and renews the task for those only.
 ///
-/// State is bounded whatever the input: two 4096-bit block sets and at most
-/// [`MAX_FINGERPRINTS`] 64-bit fingerprints. Ids, names and delta text are
-/// checked and dropped, never stored or logged. Every refusal is a
+/// State is bounded whatever the input: two 4096-bit block sets and, in
+/// [`Freshness::Deduplicated`] mode only, at most [`MAX_FINGERPRINTS`]
+/// 64-bit fingerprints and one length per open block. Ids, names and delta
+/// text are checked and dropped, never stored or logged. Every refusal is a
 /// [`Rejection`], counted in [`ArgumentTracker::rejections`]; nothing here
 /// panics on input.
 ///
@@ -225,23 +273,22 @@ pub enum Step {
 /// args.message_start(1).unwrap();
 /// args.block_start(0, "toolu_01", "bash").unwrap();
 /// args.delta(0, r#"{"command": "#).unwrap(); // renews the task
-/// assert_eq!(args.delta(0, r#"{"command": "#), Err(Rejection::DuplicateDelta));
+/// args.delta(0, r#"{"command": "#).unwrap(); // an ordered stream: renews again
 /// args.block_stop(0).unwrap();
 /// assert_eq!(args.delta(0, "\"ls\"}"), Err(Rejection::BlockClosed));
 /// args.message_end();
-/// assert_eq!(args.accepted(), 1);
-/// assert_eq!(args.rejections().get(Rejection::DuplicateDelta), 1);
+/// assert_eq!(args.accepted(), 2);
+/// assert_eq!(args.rejections().get(Rejection::BlockClosed), 1);
 /// ```
 pub struct ArgumentTracker {
     recorder: Recorder,
-    /// Keys the fingerprints; random per tracker so that no input can be
-    /// crafted offline to collide.
-    hasher: RandomState,
+    freshness: Freshness,
     last_timestamp: Option<u64>,
     active: bool,
     announced: BlockSet,
     closed: BlockSet,
-    fingerprints: HashSet<u64, IdentityHash>,
+    /// Present in [`Freshness::Deduplicated`] mode only.
+    dedup: Option<Box<Replays>>,
     accepted: u64,
     rejections: RejectionCounts,
 }
@@ -250,10 +297,11 @@ impl fmt::Debug for ArgumentTracker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ArgumentTracker")
             .field("task", &self.recorder.id())
+            .field("freshness", &self.freshness)
             .field("active", &self.active)
             .field("last_timestamp", &self.last_timestamp)
             .field("open_blocks", &self.open_blocks())
-            .field("fingerprints", &self.fingerprints.len())
+            .field("fingerprints", &self.fingerprints())
             .field("accepted", &self.accepted)
             .field("rejections", &self.rejections)
             .finish()
@@ -261,19 +309,33 @@ impl fmt::Debug for ArgumentTracker {
 }
 
 impl ArgumentTracker {
-    /// Creates a tracker that renews `recorder`'s task on fresh deltas.
+    /// Creates a tracker that renews `recorder`'s task on fresh deltas, in
+    /// the default [`Freshness::Ordered`] mode.
     pub fn new(recorder: Recorder) -> Self {
+        ArgumentTracker::with_freshness(recorder, Freshness::Ordered)
+    }
+
+    /// Creates a tracker with the given freshness mode.
+    pub fn with_freshness(recorder: Recorder, freshness: Freshness) -> Self {
         ArgumentTracker {
             recorder,
-            hasher: RandomState::new(),
+            freshness,
             last_timestamp: None,
             active: false,
             announced: BlockSet::default(),
             closed: BlockSet::default(),
-            fingerprints: HashSet::with_hasher(IdentityHash),
+            dedup: match freshness {
+                Freshness::Ordered => None,
+                Freshness::Deduplicated => Some(Box::default()),
+            },
             accepted: 0,
             rejections: RejectionCounts::default(),
         }
+    }
+
+    /// Returns the tracker's freshness mode.
+    pub fn freshness(&self) -> Freshness {
+        self.freshness
     }
 
     /// Starts a new assistant message's generation.
@@ -304,7 +366,9 @@ impl ArgumentTracker {
         self.active = false;
         self.announced.clear();
         self.closed.clear();
-        self.fingerprints.clear();
+        if let Some(d) = &mut self.dedup {
+            d.clear();
+        }
     }
 
     /// Announces tool-call block `index` with call `id` running tool `name`.
@@ -336,19 +400,59 @@ impl ArgumentTracker {
 
     /// Closes block `index`; it never reopens in this generation.
     pub fn block_stop(&mut self, index: u64) -> Result<(), Rejection> {
-        let r = self.open_block(index).map(|i| self.closed.insert(i));
+        let r = self.open_block(index).map(|i| {
+            self.closed.insert(i);
+            if let Some(d) = &mut self.dedup {
+                d.lengths.remove(&i);
+            }
+        });
         self.note(r)
     }
 
     /// Offers a delta of block `index`'s arguments; renews the task when it
     /// is fresh progress.
     ///
-    /// Fresh means: an open announced block, a non-empty text, and a
-    /// fingerprint of `(index, text)` not seen in this generation while
-    /// fewer than [`MAX_FINGERPRINTS`] are held. The text is hashed and
-    /// dropped.
+    /// Fresh means: an open announced block and a non-empty text; in
+    /// [`Freshness::Deduplicated`] mode also a fingerprint of `(index, the
+    /// block's length before it, text)` not among the last
+    /// [`MAX_FINGERPRINTS`] of this generation. The text is at most hashed,
+    /// then dropped.
     pub fn delta(&mut self, index: u64, text: &str) -> Result<(), Rejection> {
-        let r = self.try_delta(index, text);
+        self.offer(index, None, text)
+    }
+
+    /// Offers a delta that the wire places at byte `offset` of block
+    /// `index`'s arguments, for sequence-less transports that carry one.
+    ///
+    /// In [`Freshness::Deduplicated`] mode this is what tells a replay (the
+    /// same text at the same offset, refused as [`Rejection::DuplicateDelta`])
+    /// from a repeated fragment further on (fresh). Without an offset
+    /// ([`ArgumentTracker::delta`]) the position is the block's accumulated
+    /// length, so a chunk delivered again after others counts as fresh: the
+    /// stream itself cannot tell it from a genuine repeat (seed 004). In
+    /// [`Freshness::Ordered`] mode the offset is not used.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stallguard_sources::args::{ArgumentTracker, Freshness, Rejection};
+    /// use watchdog_core::{Guard, ManualClock, Profile};
+    ///
+    /// let guard = Guard::builder().clock(ManualClock::new()).build();
+    /// let task = guard.start("turn", Profile::default()).unwrap();
+    /// let mut rpc = ArgumentTracker::with_freshness(task.recorder(), Freshness::Deduplicated);
+    /// rpc.message_start(1).unwrap();
+    /// rpc.block_start(0, "call_1", "write").unwrap();
+    /// rpc.delta_at(0, 0, "{\"a\":").unwrap();
+    /// rpc.delta_at(0, 5, "1}").unwrap();
+    /// assert_eq!(rpc.delta_at(0, 5, "1}"), Err(Rejection::DuplicateDelta)); // replayed
+    /// ```
+    pub fn delta_at(&mut self, index: u64, offset: u64, text: &str) -> Result<(), Rejection> {
+        self.offer(index, Some(offset), text)
+    }
+
+    fn offer(&mut self, index: u64, at: Option<u64>, text: &str) -> Result<(), Rejection> {
+        let r = self.try_delta(index, at, text);
         if r.is_ok() {
             self.accepted = self.accepted.saturating_add(1);
             self.recorder.argument_delta();
@@ -356,20 +460,15 @@ impl ArgumentTracker {
         self.note(r)
     }
 
-    fn try_delta(&mut self, index: u64, text: &str) -> Result<(), Rejection> {
+    fn try_delta(&mut self, index: u64, at: Option<u64>, text: &str) -> Result<(), Rejection> {
         let i = self.open_block(index)?;
         if text.is_empty() {
             return Err(Rejection::EmptyDelta);
         }
-        let fp = self.hasher.hash_one((i, text));
-        if self.fingerprints.contains(&fp) {
-            return Err(Rejection::DuplicateDelta);
+        match &mut self.dedup {
+            None => Ok(()),
+            Some(d) => d.offer(i, at, text),
         }
-        if self.fingerprints.len() >= MAX_FINGERPRINTS {
-            return Err(Rejection::FingerprintsExhausted);
-        }
-        self.fingerprints.insert(fp);
-        Ok(())
     }
 
     /// Counts a rejection found outside the tracker (an adapter's parse).
@@ -389,14 +488,21 @@ impl ArgumentTracker {
         self.index(index).is_ok_and(|i| self.announced.contains(i))
     }
 
+    /// Returns true when block `index` is open: announced in the active
+    /// generation and not closed.
+    pub fn is_open(&self, index: u64) -> bool {
+        self.open_block(index).is_ok()
+    }
+
     /// Returns how many blocks are open (announced, not closed).
     pub fn open_blocks(&self) -> usize {
         self.announced.count() - self.closed.count()
     }
 
-    /// Returns how many fingerprints the active generation holds.
+    /// Returns how many fingerprints the active generation holds (always 0
+    /// in [`Freshness::Ordered`] mode).
     pub fn fingerprints(&self) -> usize {
-        self.fingerprints.len()
+        self.dedup.as_ref().map_or(0, |d| d.order.len())
     }
 
     /// Returns how many deltas were accepted over the tracker's life.
@@ -463,6 +569,58 @@ impl BlockSet {
     }
     fn count(&self) -> usize {
         self.0.iter().map(|w| w.count_ones() as usize).sum()
+    }
+}
+
+/// What [`Freshness::Deduplicated`] remembers of a generation: the last
+/// [`MAX_FINGERPRINTS`] positional fingerprints, oldest first, and each open
+/// block's accumulated length.
+struct Replays {
+    /// Keys the fingerprints; random per tracker so that no input can be
+    /// crafted offline to collide.
+    hasher: RandomState,
+    seen: HashSet<u64, IdentityHash>,
+    order: VecDeque<u64>,
+    lengths: HashMap<u16, u64>,
+}
+
+impl Default for Replays {
+    fn default() -> Self {
+        Replays {
+            hasher: RandomState::new(),
+            seen: HashSet::with_hasher(IdentityHash),
+            order: VecDeque::new(),
+            lengths: HashMap::new(),
+        }
+    }
+}
+
+impl Replays {
+    /// Offers `text` at `at` (the wire's own offset), or at the end of what
+    /// the block accepted so far when the wire carries none.
+    fn offer(&mut self, block: u16, at: Option<u64>, text: &str) -> Result<(), Rejection> {
+        let accumulated = self.lengths.get(&block).copied().unwrap_or(0);
+        let before = at.unwrap_or(accumulated);
+        let fp = self.hasher.hash_one((block, before, text));
+        if self.seen.contains(&fp) {
+            return Err(Rejection::DuplicateDelta);
+        }
+        if self.order.len() >= MAX_FINGERPRINTS {
+            if let Some(oldest) = self.order.pop_front() {
+                self.seen.remove(&oldest);
+            }
+        }
+        self.seen.insert(fp);
+        self.order.push_back(fp);
+        let end = before.saturating_add(text.len() as u64);
+        self.lengths.insert(block, accumulated.max(end));
+        Ok(())
+    }
+
+    fn clear(&mut self) {
+        self.seen.clear();
+        self.order.clear();
+        self.lengths.clear();
     }
 }
 

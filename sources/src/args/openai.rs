@@ -18,6 +18,11 @@
 //!   present and non-empty on an announcing entry, or present on any later
 //!   entry, is offered as a delta. Chat completions has no block stop: blocks
 //!   close with the message.
+//! - Entries without `index` (Gemini's OpenAI-compatible endpoint, Ollama,
+//!   R5.9) are one call at a time: an entry with an `id` announces the next
+//!   free block, and an entry without one continues the last announced
+//!   block. A whole call in one entry (id, name and the complete arguments)
+//!   is an announcement plus one delta.
 //! - A non-null `finish_reason` (`tool_calls`, `stop`, `length`, ...) ends
 //!   the message after the chunk's deltas; the `[DONE]` terminator ends it
 //!   too.
@@ -61,6 +66,12 @@ pub struct OpenAiStream {
     current: Option<u64>,
     /// The last accepted message timestamp and its `created` second.
     last: Option<(i64, i64)>,
+    /// The next free block of the current message, for entries without
+    /// `index`.
+    next_block: u64,
+    /// The last block announced in the current message, with a hash of its
+    /// call id (some servers repeat the id on every entry of one call).
+    last_block: Option<(u64, u64)>,
 }
 
 impl OpenAiStream {
@@ -71,6 +82,8 @@ impl OpenAiStream {
             hasher: RandomState::new(),
             current: None,
             last: None,
+            next_block: 0,
+            last_block: None,
         }
     }
 
@@ -172,36 +185,82 @@ impl OpenAiStream {
         }
         self.tracker.message_end();
         self.tracker.message_start(ts).map_err(Parse)?;
+        self.next_block = 0;
+        self.last_block = None;
         self.current = Some(id_hash);
         self.last = Some((ts, created));
         Ok(())
     }
 
     fn tool_call(&mut self, call: &Value, acc: &mut Acc) -> Result<(), Parse> {
-        let index = json_index(call.get("index"))?;
+        // An empty id (Qwen repeats `"id": ""` on every continuation entry)
+        // is no id: the entry continues a call, it does not announce one.
+        let id_hash = match call.get("id") {
+            None | Some(Value::Null) => None,
+            Some(id) => match id.as_str().ok_or(Parse::MALFORMED)? {
+                "" => None,
+                id => Some(self.hasher.hash_one(id)),
+            },
+        };
+        let index = match call.get("index") {
+            None | Some(Value::Null) => match (id_hash, self.last_block) {
+                // The same call again: a continuation, not a new block.
+                (Some(id), Some((i, last))) if id == last => {
+                    return self.arguments(i, call, acc);
+                }
+                (Some(_), _) => self.next_block,
+                (None, Some((i, _))) => i,
+                (None, None) => {
+                    acc.push(Err(self.tracker.reject(Rejection::BlockNotAnnounced)));
+                    return Ok(());
+                }
+            },
+            index => json_index(index)?,
+        };
         let function = call.get("function");
         let arguments = match function.and_then(|f| f.get("arguments")) {
             None | Some(Value::Null) => None,
             Some(a) => Some(a.as_str().ok_or(Parse::MALFORMED)?),
         };
-        match call.get("id") {
-            None | Some(Value::Null) => {
+        match call
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|_| id_hash.is_some())
+        {
+            None => {
                 let text = arguments.ok_or(Parse::MALFORMED)?;
                 acc.push(self.tracker.delta(index, text).map(|()| Step::Renewed));
             }
             Some(id) => {
-                let id = id.as_str().ok_or(Parse::MALFORMED)?;
                 let name = match function.and_then(|f| f.get("name")) {
                     None | Some(Value::Null) => "",
                     Some(n) => n.as_str().ok_or(Parse::MALFORMED)?,
                 };
                 let started = self.tracker.block_start(index, id, name);
+                if let (Ok(()), Some(h)) = (&started, id_hash) {
+                    self.last_block = Some((index, h));
+                    self.next_block = self.next_block.max(index.saturating_add(1));
+                }
                 acc.push(started.map(|()| Step::Tracked));
                 // The announcing entry usually carries "" (not a delta);
                 // some servers put the first text there.
                 if let Some(text) = arguments.filter(|t| !t.is_empty()) {
                     acc.push(self.tracker.delta(index, text).map(|()| Step::Renewed));
                 }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl OpenAiStream {
+    /// Offers an entry's `function.arguments`, if any, as a delta of `index`.
+    fn arguments(&mut self, index: u64, call: &Value, acc: &mut Acc) -> Result<(), Parse> {
+        match call.get("function").and_then(|f| f.get("arguments")) {
+            None | Some(Value::Null) => acc.push(Ok(Step::Ignored)),
+            Some(a) => {
+                let text = a.as_str().ok_or(Parse::MALFORMED)?;
+                acc.push(self.tracker.delta(index, text).map(|()| Step::Renewed));
             }
         }
         Ok(())
@@ -224,14 +283,14 @@ fn timestamp(v: Option<&Value>) -> Result<i64, Parse> {
 
 /// Folds the results of one chunk's parts into one answer.
 #[derive(Default)]
-struct Acc {
+pub(super) struct Acc {
     renewed: bool,
     tracked: bool,
     first_rejection: Option<Rejection>,
 }
 
 impl Acc {
-    fn push(&mut self, r: Result<Step, Rejection>) {
+    pub(super) fn push(&mut self, r: Result<Step, Rejection>) {
         match r {
             Ok(Step::Renewed) => self.renewed = true,
             Ok(Step::Tracked) => self.tracked = true,
@@ -242,7 +301,7 @@ impl Acc {
         }
     }
 
-    fn result(&self) -> Result<Step, Rejection> {
+    pub(super) fn result(&self) -> Result<Step, Rejection> {
         match (self.renewed, self.first_rejection, self.tracked) {
             (true, _, _) => Ok(Step::Renewed),
             (false, Some(e), _) => Err(e),
