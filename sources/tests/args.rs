@@ -580,3 +580,39 @@ fn a_flood_of_deltas_keeps_memory_bounded_and_every_delta_renews() {
         assert_eq!(t.rejections().total(), 0);
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: 8,
+        ..proptest::prelude::ProptestConfig::default()
+    })]
+
+    /// R5.2 (Ordered): a 50 000-delta stream made only of the short
+    /// fragments real streams repeat keeps renewing to its last delta, with
+    /// no per-delta state kept.
+    #[test]
+    fn fifty_thousand_repeated_fragments_renew_to_the_last_delta_in_ordered_mode(
+        picks in proptest::collection::vec(0usize..6, 50_000),
+        gap in 1u64..100,
+    ) {
+        const FRAGMENTS: [&str; 6] = [":", ",", "  ", "\"", "\",\"", "\n    "];
+        let (guard, rec, task) = setup("fifty-thousand");
+        let mut s = open_stream(&task);
+        for (n, pick) in picks.iter().enumerate() {
+            guard.advance(ms(gap));
+            proptest::prop_assert_eq!(
+                s.feed(&json_delta(0, FRAGMENTS[*pick])),
+                Ok(Step::Renewed),
+                "delta {} at {:?}", n, guard.now()
+            );
+            proptest::prop_assert_eq!(s.tracker().fingerprints(), 0);
+        }
+        proptest::prop_assert_eq!(s.tracker().accepted(), 50_000);
+        proptest::prop_assert_eq!(rec.types_for("fifty-thousand"), ["started"]);
+        // The last delta renewed: a full budget from it is the first stall.
+        guard.advance(IDLE - ms(1));
+        proptest::prop_assert_eq!(rec.types_for("fifty-thousand"), ["started"]);
+        guard.advance(ms(1));
+        proptest::prop_assert_eq!(rec.types_for("fifty-thousand"), ["started", "stalled", "cancelling"]);
+    }
+}

@@ -8,7 +8,9 @@ use std::collections::{HashMap, HashSet};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use stallguard_sources::args::anthropic::AnthropicStream;
+use stallguard_sources::args::gemini::GeminiStream;
 use stallguard_sources::args::openai::OpenAiStream;
+use stallguard_sources::args::responses::ResponsesStream;
 use stallguard_sources::args::{Step, MAX_BLOCKS, MAX_FINGERPRINTS};
 use stallguard_sources::mcp::{self, McpProgress, MAX_TOKENS};
 use watchdog_core::{Guard, ManualClock, Profile, TaskHandle};
@@ -244,6 +246,84 @@ fn wire(events: Vec<(Value, Option<usize>)>) -> Vec<Vec<u8>> {
         .collect()
 }
 
+fn responses_event() -> impl Strategy<Value = Value> {
+    let ty = prop_oneof![
+        2 => Just(json!("response.created")),
+        3 => Just(json!("response.output_item.added")),
+        6 => Just(json!("response.function_call_arguments.delta")),
+        1 => Just(json!("response.function_call_arguments.done")),
+        1 => Just(json!("response.output_item.done")),
+        1 => Just(json!("response.completed")),
+        1 => Just(json!("response.output_text.delta")),
+        1 => Just(json!(3)),
+    ];
+    let item_type = prop_oneof![
+        4 => Just(json!("function_call")),
+        1 => Just(json!("message")),
+        1 => Just(json!("custom_tool_call")),
+    ];
+    let item = (maybe(item_type), maybe(text()), maybe(text()))
+        .prop_map(|(ty, id, name)| object(vec![("type", ty), ("call_id", id), ("name", name)]));
+    let response = maybe(prop_oneof![Just(json!("resp_1")), Just(json!("resp_2"))])
+        .prop_map(|id| object(vec![("id", id)]));
+    (
+        maybe(ty),
+        maybe(index()),
+        maybe(text()),
+        maybe(item),
+        maybe(response),
+    )
+        .prop_map(|(ty, index, delta, item, response)| {
+            object(vec![
+                ("type", ty),
+                ("output_index", index),
+                ("delta", delta),
+                ("item", item),
+                ("response", response),
+            ])
+        })
+}
+
+fn gemini_chunk() -> impl Strategy<Value = Value> {
+    let partial = (maybe(text()), maybe(text()))
+        .prop_map(|(path, value)| object(vec![("jsonPath", path), ("stringValue", value)]));
+    let call = (
+        maybe(text()),
+        maybe(prop_oneof![
+            Just(json!(true)),
+            Just(json!(false)),
+            Just(json!(1))
+        ]),
+        maybe(prop::collection::vec(partial, 0..3).prop_map(Value::from)),
+    )
+        .prop_map(|(name, cont, partial)| {
+            object(vec![
+                ("name", name),
+                ("willContinue", cont),
+                ("partialArgs", partial),
+            ])
+        });
+    let part = prop_oneof![
+        4 => call.prop_map(|c| json!({"functionCall": c})),
+        1 => text().prop_map(|t| json!({"text": t})),
+    ];
+    (
+        prop::collection::vec(part, 0..3),
+        maybe(prop_oneof![Just(json!("STOP")), Just(json!(2))]),
+        maybe(prop_oneof![Just(json!("r1")), Just(json!("r2"))]),
+    )
+        .prop_map(|(parts, finish, id)| {
+            let candidate = object(vec![
+                ("content", Some(json!({"role": "model", "parts": parts}))),
+                ("finishReason", finish),
+            ]);
+            object(vec![
+                ("candidates", Some(json!([candidate]))),
+                ("responseId", id),
+            ])
+        })
+}
+
 fn torn<S: Strategy<Value = Value>>(s: S) -> impl Strategy<Value = Vec<Vec<u8>>> {
     prop::collection::vec((s, prop::option::weighted(0.1, any::<usize>())), 0..48).prop_map(wire)
 }
@@ -259,22 +339,33 @@ proptest! {
         let mut a = AnthropicStream::new(task.recorder());
         let mut o = OpenAiStream::new(task.recorder());
         let mut m = McpProgress::new(task.recorder());
-        let mut a_errs = 0;
+        let mut r = ResponsesStream::new(task.recorder());
+        let mut g = GeminiStream::new(task.recorder());
+        let (mut a_errs, mut r_errs, mut g_errs) = (0, 0, 0);
         for f in &frames {
             a_errs += u64::from(a.feed_bytes(f).is_err());
             let _ = o.feed_bytes(f);
             let _ = m.feed_bytes(f);
+            r_errs += u64::from(r.feed_bytes(f).is_err());
+            g_errs += u64::from(g.feed_bytes(f).is_err());
         }
         prop_assert_eq!(a.tracker().rejections().total(), a_errs);
+        prop_assert_eq!(r.tracker().rejections().total(), r_errs);
+        prop_assert!(g.tracker().rejections().total() >= g_errs);
         prop_assert!(a.tracker().fingerprints() <= MAX_FINGERPRINTS);
         prop_assert!(m.tokens() <= MAX_TOKENS);
     }
 
     #[test]
-    fn near_valid_anthropic_streams_never_renew_twice_on_one_chunk(frames in torn(anthropic_event())) {
+    fn near_valid_anthropic_streams_renew_only_on_non_empty_deltas_of_announced_blocks(
+        frames in torn(anthropic_event())
+    ) {
+        // R5.2 (Ordered): a delta renews only on a block announced in the
+        // active message and not closed, and only when non-empty.
         let (_guard, task) = task();
         let mut a = AnthropicStream::new(task.recorder());
-        let mut seen: HashSet<(u64, String)> = HashSet::new();
+        let mut announced: HashSet<u64> = HashSet::new();
+        let mut closed: HashSet<u64> = HashSet::new();
         let mut renewed = 0u64;
         let mut errs = 0u64;
         for f in &frames {
@@ -282,14 +373,24 @@ proptest! {
             let v: Option<Value> = serde_json::from_slice(f).ok();
             let ty = v.as_ref().and_then(|v| v.get("type")).and_then(Value::as_str);
             match (&result, ty) {
-                (Ok(Step::Tracked), Some("message_start" | "message_stop" | "error")) => seen.clear(),
+                (Ok(Step::Tracked), Some("message_start" | "message_stop" | "error")) => {
+                    announced.clear();
+                    closed.clear();
+                }
+                (Ok(Step::Tracked), Some("content_block_start")) => {
+                    announced.insert(v.as_ref().unwrap()["index"].as_u64().unwrap());
+                }
+                (Ok(Step::Tracked), Some("content_block_stop")) => {
+                    closed.insert(v.as_ref().unwrap()["index"].as_u64().unwrap());
+                }
                 (Ok(Step::Renewed), _) => {
                     let v = v.as_ref().expect("a renewing frame parses");
                     let index = v["index"].as_u64().expect("a renewing delta has an index");
                     let text = v["delta"]["partial_json"].as_str().expect("a renewing delta is a string");
                     prop_assert!(index < MAX_BLOCKS);
                     prop_assert!(!text.is_empty(), "an empty delta renewed");
-                    prop_assert!(seen.insert((index, text.to_owned())), "chunk renewed twice: {}", text);
+                    prop_assert!(announced.contains(&index), "unannounced block {} renewed", index);
+                    prop_assert!(!closed.contains(&index), "closed block {} renewed", index);
                     renewed += 1;
                 }
                 (Err(_), _) => errs += 1,
@@ -319,6 +420,47 @@ proptest! {
         prop_assert!(o.tracker().accepted() >= renewed);
         prop_assert!(o.tracker().rejections().total() >= errs);
         prop_assert!(o.tracker().fingerprints() <= MAX_FINGERPRINTS);
+    }
+
+    #[test]
+    fn near_valid_responses_events_renew_only_on_non_empty_deltas(frames in torn(responses_event())) {
+        // R5.9: unknown events are ignored, malformed known ones refused
+        // with a reason, and only a non-empty argument delta renews.
+        let (_guard, task) = task();
+        let mut r = ResponsesStream::new(task.recorder());
+        let (mut errs, mut renewed) = (0u64, 0u64);
+        for f in &frames {
+            match r.feed_bytes(f) {
+                Ok(Step::Renewed) => {
+                    let v: Value = serde_json::from_slice(f).unwrap();
+                    prop_assert_eq!(v["type"].as_str(), Some("response.function_call_arguments.delta"));
+                    prop_assert!(!v["delta"].as_str().unwrap().is_empty());
+                    renewed += 1;
+                }
+                Ok(_) => {}
+                Err(_) => errs += 1,
+            }
+        }
+        prop_assert_eq!(r.tracker().accepted(), renewed);
+        prop_assert_eq!(r.tracker().rejections().total(), errs);
+    }
+
+    #[test]
+    fn near_valid_gemini_chunks_renew_only_on_streamed_arguments(frames in torn(gemini_chunk())) {
+        // R5.9: a whole call never renews; only `partialArgs` can.
+        let (_guard, task) = task();
+        let mut g = GeminiStream::new(task.recorder());
+        for f in &frames {
+            if g.feed_bytes(f) == Ok(Step::Renewed) {
+                let v: Value = serde_json::from_slice(f).unwrap();
+                let parts = v["candidates"][0]["content"]["parts"].as_array().unwrap();
+                prop_assert!(
+                    parts.iter().any(|p| p["functionCall"]["partialArgs"].is_array()),
+                    "renewed without partialArgs: {}", v
+                );
+            }
+        }
+        prop_assert!(g.tracker().open_blocks() <= 1, "one streamed call at a time");
     }
 
     #[test]
