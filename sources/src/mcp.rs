@@ -76,6 +76,18 @@ impl McpRejection {
         McpRejection::BadProgress,
         McpRejection::NotRising,
     ];
+
+    /// Returns the snake_case name used in the status snapshot and logs.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            McpRejection::InvalidJson => "mcp_invalid_json",
+            McpRejection::NotJsonRpc => "mcp_not_json_rpc",
+            McpRejection::MalformedParams => "mcp_malformed_params",
+            McpRejection::BadToken => "mcp_bad_token",
+            McpRejection::BadProgress => "mcp_bad_progress",
+            McpRejection::NotRising => "mcp_not_rising",
+        }
+    }
 }
 
 /// What an accepted message did.
@@ -358,6 +370,7 @@ impl McpProgress {
     fn reject(&mut self, reason: McpRejection) -> McpRejection {
         let c = &mut self.counts[reason as usize];
         *c = c.saturating_add(1);
+        self.recorder.refused(reason.as_str());
         tracing::trace!(task = %self.recorder.id(), reason = %reason, "mcp message rejected");
         reason
     }

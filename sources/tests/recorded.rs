@@ -131,6 +131,8 @@ struct Replay {
     empty: usize,
     accepted: u64,
     rejections: u64,
+    /// What the task's status snapshot shows as refused, by reason.
+    refused: std::collections::BTreeMap<&'static str, u64>,
 }
 
 /// Replays `file` through `adapter`, 10 ms apart under a 100 ms idle
@@ -163,6 +165,7 @@ fn replay(
         empty: 0,
         accepted: 0,
         rejections: 0,
+        refused: Default::default(),
     };
     let mut fragments_seen = vec![];
     tracing::subscriber::with_default(logs.clone(), || {
@@ -189,6 +192,7 @@ fn replay(
     });
     out.accepted = adapter.tracker().accepted();
     out.rejections = adapter.tracker().rejections().total();
+    out.refused = task.status().unwrap().refused;
 
     // R5.2: partial arguments never counted as a tool call ...
     assert!(task.last_call().is_none(), "{file}");
@@ -228,6 +232,12 @@ fn check(r: &Replay, file: &str, genuine: usize, empty_refused: u64) {
     );
     assert_eq!(r.accepted as usize, genuine, "{file}: accepted");
     assert_eq!(r.rejections, empty_refused, "{file}: refused");
+    // The counts reach the user through the status snapshot (R4.2).
+    let shown: u64 = r.refused.values().sum();
+    assert_eq!(shown, empty_refused, "{file}: status {:?}", r.refused);
+    if empty_refused > 0 {
+        assert_eq!(r.refused.get("empty_delta"), Some(&empty_refused), "{file}");
+    }
 }
 
 #[test]

@@ -789,6 +789,31 @@ impl Recorder {
         });
     }
 
+    /// Counts one input that a source refused for `reason`, a static
+    /// snake_case name; the status snapshot shows the count per reason
+    /// (R4.2), so a runner can see what its stream adapters turned away.
+    ///
+    /// This takes the guard's lock like the other rare calls: it is meant
+    /// for refusals, which real streams send a few of, not for every signal.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use watchdog_core::{Guard, ManualClock, Profile};
+    ///
+    /// let guard = Guard::builder().clock(ManualClock::new()).build();
+    /// let task = guard.start("turn", Profile::default()).unwrap();
+    /// task.recorder().refused("empty_delta");
+    /// task.recorder().refused("empty_delta");
+    /// assert_eq!(task.status().unwrap().refused["empty_delta"], 2);
+    /// ```
+    pub fn refused(&self, reason: &'static str) {
+        let _ = self.slow(|t, _, _| {
+            t.count_refused(reason);
+            Ok(())
+        });
+    }
+
     /// Replaces the record of background tasks this task launched (R5.6);
     /// while it is non-empty (or `unnamed` is set) the task is `monitoring`.
     pub fn set_background(&self, tasks: Vec<BackgroundTask>, unnamed: bool) {

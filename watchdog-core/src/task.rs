@@ -104,6 +104,8 @@ struct Cold {
     paused_total: Duration,
     kill_at: Option<Nanos>,
     counters: Vec<Arc<CounterSlot>>,
+    /// Inputs a source refused, by reason (a handful of static names).
+    refused: Vec<(&'static str, u64)>,
 }
 
 /// A task's slow state, kept by the scheduler beside the task's cell.
@@ -765,6 +767,14 @@ impl Task<'_> {
         self.cold_mut().children = Some(probe);
     }
 
+    pub(crate) fn count_refused(&mut self, reason: &'static str) {
+        let refused = &mut self.cold_mut().refused;
+        match refused.iter_mut().find(|(r, _)| *r == reason) {
+            Some((_, n)) => *n = n.saturating_add(1),
+            None => refused.push((reason, 1)),
+        }
+    }
+
     pub(crate) fn set_background(&mut self, tasks: Vec<BackgroundTask>, unnamed: bool) {
         let cold = self.cold_mut();
         cold.background = tasks;
@@ -936,6 +946,11 @@ impl Task<'_> {
                 .as_deref()
                 .map_or_else(Vec::new, |c| c.background.clone()),
             unnamed_background: self.cold.as_deref().is_some_and(|c| c.unnamed_background),
+            refused: self
+                .cold
+                .as_deref()
+                .map(|c| c.refused.iter().copied().collect())
+                .unwrap_or_default(),
         }
     }
 }

@@ -472,8 +472,12 @@ impl ArgumentTracker {
     }
 
     /// Counts a rejection found outside the tracker (an adapter's parse).
+    ///
+    /// Every rejection is also counted on the task, so its status snapshot
+    /// shows it by reason (R4.2).
     pub fn reject(&mut self, reason: Rejection) -> Rejection {
         self.rejections.add(reason);
+        self.recorder.refused(reason.as_str());
         tracing::trace!(task = %self.recorder.id(), reason = reason.as_str(), "argument event rejected");
         reason
     }
