@@ -371,7 +371,7 @@ impl McpProgress {
         let c = &mut self.counts[reason as usize];
         *c = c.saturating_add(1);
         self.recorder.refused(reason.as_str());
-        tracing::trace!(task = %self.recorder.id(), reason = %reason, "mcp message rejected");
+        tracing::debug!(task = %self.recorder.id(), reason = %reason, "mcp message rejected");
         reason
     }
 }

@@ -478,7 +478,7 @@ impl ArgumentTracker {
     pub fn reject(&mut self, reason: Rejection) -> Rejection {
         self.rejections.add(reason);
         self.recorder.refused(reason.as_str());
-        tracing::trace!(task = %self.recorder.id(), reason = reason.as_str(), "argument event rejected");
+        tracing::debug!(task = %self.recorder.id(), reason = reason.as_str(), "argument event rejected");
         reason
     }
 
