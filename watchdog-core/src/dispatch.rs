@@ -125,8 +125,26 @@ impl Dispatcher {
     /// `timeout` passes. Returns false when some sink did not catch up (it is
     /// hung or slow).
     pub(crate) fn flush(&self, timeout: Duration) -> bool {
-        self.drain();
         let deadline = Instant::now() + timeout;
+        // Another thread (the driver) may be draining: what it took from the
+        // outbox but has not handed to the workers yet was emitted before
+        // this call too, so wait for its loop to end instead of returning at
+        // once as `drain` does, then deliver what is left ourselves.
+        match self.draining.try_lock_until(deadline) {
+            Some(guard) => {
+                loop {
+                    let next = self.outbox.lock().pop_front();
+                    match next {
+                        Some(item) => self.deliver(&item),
+                        None => break,
+                    }
+                }
+                drop(guard);
+            }
+            // A sink flushing from inside its own delivery: nothing more to
+            // wait for on this thread.
+            None => return false,
+        }
         let mut all = true;
         for q in &self.isolated {
             let mut st = q.state.lock();
