@@ -1,0 +1,122 @@
+"""stallguard: an embedded watchdog that tells a silent-but-working agent turn
+from a dead one. The engine itself (Rust), not a port: every rule is in
+watchdog-core; see SPEC R11.1.
+
+Durations are humantime strings ("90s", "1h 30m"), "off" where a budget can be
+disabled, numbers of milliseconds, or datetime.timedelta; a bad one raises
+ValueError naming the key and the value.
+"""
+
+import datetime
+from typing import Any, Awaitable, Callable, Literal, Mapping, Optional, Sequence, Union
+
+Duration = Union[str, int, float, datetime.timedelta]
+Step = Literal["renewed", "tracked", "ignored"]
+Event = dict[str, Any]
+"""An R8.3 event: always `type`, `task`, `at` (RFC 3339) and `elapsed_ms`,
+then the fields of its type (`stalled`: budget, strike, silent_ms, ...)."""
+
+__version__: str
+
+class Guard:
+    """A watchdog for many tasks.
+
+    `clock="manual"` runs on a virtual clock moved only by `advance` (for
+    tests); `"real"` (the default) runs its own driver thread. `on_event` is
+    called with each event dict, in order, `finished` last, on the guard's
+    sink thread with the GIL held.
+    """
+
+    def __init__(
+        self,
+        clock: Literal["real", "manual"] = "real",
+        on_event: Optional[Callable[[Event], object]] = None,
+    ) -> None: ...
+    def start(
+        self,
+        name: str,
+        *,
+        idle: Optional[Duration] = None,
+        execution: Optional[Duration] = None,
+        startup: Optional[Duration] = None,
+        deadline: Optional[Duration] = None,
+        max_deadline: Optional[Duration] = None,
+        liveness: Optional[Duration] = None,
+        heartbeat_interval: Optional[Duration] = None,
+        terminate_after: Optional[int] = None,
+        grace_period: Optional[Duration] = None,
+        long_running_after: Optional[Duration] = None,
+        renewed_by: Optional[Sequence[str]] = None,
+        notify_only: Optional[bool] = None,
+    ) -> Task:
+        """Starts watching a task; its name must be unique among live tasks.
+        Keep the returned Task: dropping it finishes the task as abandoned."""
+    def advance(self, ms: Duration) -> None:
+        """Moves the manual clock forward and takes every verdict that came due."""
+    def flush(self) -> None:
+        """Returns once every event emitted so far reached on_event."""
+    def status(self, name: str) -> Optional[dict[str, Any]]:
+        """The R4.2 status of the live task `name`, or None."""
+    def statuses(self) -> list[dict[str, Any]]:
+        """The R4.2 status of every live task, by start order."""
+    def is_busy(self) -> bool:
+        """True while any task is live (R4.3)."""
+
+class Task:
+    """One watched unit of work: an agent turn, a tool call, a command."""
+
+    @property
+    def name(self) -> str: ...
+    def argument_delta(self) -> None:
+        """A streamed tool-argument delta (R5.2)."""
+    def output(self, nbytes: int, nlines: int = 0) -> None:
+        """Output of the work (R5.1)."""
+    def heartbeat(self) -> None:
+        """The worker is alive (R2.5); progress only if `renewed_by` says so."""
+    def progress(self, value: float) -> bool:
+        """A progress value; renews only when it rises (R2.6)."""
+    def tool_started(self, call_id: str, name: str) -> None:
+        """A tool call started: the execution budget applies (R2.2, R5.3)."""
+    def tool_finished(self, call_id: str, outcome: Literal["success", "failure", "error", "cancelled"]) -> None:
+        """A tool call finished; an unknown id raises ValueError."""
+    def pause(self) -> None:
+        """Stops every budget, the deadline included (R2.8)."""
+    def resume(self) -> None:
+        """Resumes the budgets, keeping the time already used (R2.8)."""
+    def trigger(self, reason: str) -> None:
+        """Reports the task's own fault: a cancel with `reason` (R2.10)."""
+    def cancel(self, reason: str) -> None:
+        """Cancels the task now (R3.5)."""
+    def anthropic_stream(self) -> AnthropicStream: ...
+    def openai_stream(self) -> OpenAiStream: ...
+    def responses_stream(self) -> ResponsesStream: ...
+    @property
+    def is_cancelled(self) -> bool:
+        """True once the guard (or the runner) cancelled the task."""
+    def cancelled(self) -> Awaitable[None]:
+        """Completes when the task is cancelled; call it in a running event loop."""
+    def status(self) -> Optional[dict[str, Any]]:
+        """The R4.2 status, or None once finished."""
+    def finish(self, outcome: Literal["completed", "failed", "cancelled"] = "completed") -> None:
+        """Settles the task; `finished` is its last event (R3.8)."""
+    def __enter__(self) -> Task: ...
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> bool:
+        """Finishes completed, or failed when an exception leaves the block."""
+
+class _Stream:
+    def feed(self, data: Union[str, bytes, Mapping[str, Any]]) -> Step:
+        """Feeds one stream event; raises ValueError with the reason of a refusal."""
+    def turn_end(self) -> None: ...
+    @property
+    def accepted(self) -> int: ...
+    @property
+    def rejections(self) -> dict[str, int]: ...
+
+class AnthropicStream(_Stream):
+    """Anthropic Messages stream events (R5.2)."""
+
+class OpenAiStream(_Stream):
+    """OpenAI chat-completions chunks, with or without `index` (R5.2, R5.9)."""
+
+class ResponsesStream(_Stream):
+    """OpenAI Responses API stream events (R5.9)."""

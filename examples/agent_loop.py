@@ -1,0 +1,26 @@
+"""An agent loop guarded by stallguard, in Python: a recorded Anthropic
+stream (a real one, see sources/tests/fixtures/recorded/SOURCES.md) feeds the
+guard event by event, then the tool it asked for runs under the execution
+budget. Run: pip install ./bindings/python && python3 examples/agent_loop.py"""
+import asyncio, pathlib, stallguard as sg
+
+STREAM = pathlib.Path(__file__).parent.parent / "sources/tests/fixtures/recorded/anthropic/anthropic-tool-search-deferred-regex.chunks.txt"
+
+async def main():
+    guard = sg.Guard(on_event=lambda e: print("event:", e["type"], e.get("budget", "")))
+    with guard.start("turn-1", idle="2s", execution="10m") as turn:
+        stream = turn.anthropic_stream()
+        for line in STREAM.read_text().splitlines():
+            try:
+                stream.feed(line)                      # deltas renew the idle budget (R5.2)
+            except ValueError as refused:
+                print("refused:", refused)
+            await asyncio.sleep(0.001)                 # the network's pace
+        turn.tool_started("toolu_1", "sql_probe")      # execution budget while it runs (R2.2)
+        tool = asyncio.create_task(asyncio.sleep(3))   # 3 s of silence: fine for a tool
+        await asyncio.wait([tool, asyncio.ensure_future(turn.cancelled())], return_when="FIRST_COMPLETED")
+        turn.tool_finished("toolu_1", "success")
+    guard.flush()
+    print(f"{stream.accepted} deltas renewed the turn; cancelled: {turn.is_cancelled}")
+
+asyncio.run(main())
