@@ -11,7 +11,7 @@ use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::stallguard;
+use common::{events, stallguard, types};
 
 /// Generous bound for a run of a few seconds.
 const BOUND: Duration = Duration::from_secs(60);
@@ -81,10 +81,27 @@ fn run_replay(extra: &str, args: &[&str], script: &str) -> (Output, tempfile::Te
 fn silent_bash_call_under_the_execution_budget_runs_to_its_end() {
     let file = fixture("claude-code/bash_session.jsonl");
     // Line 3 is the Bash tool_use; its tool_result comes 3 s later.
-    let (out, _dir) = run_replay("", &["--stream", "claude-code"], &replay(&file, 3, 3));
+    let (out, dir) = run_replay(
+        "",
+        &["--stream", "claude-code", "--events", "events.jsonl"],
+        &replay(&file, 3, 3),
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(out.stdout, std::fs::read(&file).unwrap());
     assert!(!stderr(&out).contains("exceeded"), "{}", stderr(&out));
+    // R8.3: no stall in the events either.
+    let kinds = types(&events(&dir.path().join("events.jsonl")));
+    assert_eq!(
+        kinds.first().map(String::as_str),
+        Some("started"),
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds.last().map(String::as_str),
+        Some("finished"),
+        "{kinds:?}"
+    );
+    assert!(!kinds.iter().any(|k| k == "stalled"), "{kinds:?}");
 }
 
 // Done-when (R5.10, R2.1): the same session hanging 3 s between tools (after
@@ -155,7 +172,7 @@ fn garbage_and_a_huge_line_pass_through_unchanged() {
     let mut bytes = b"plain text\n{\"type\":\"mystery\"}\n\xff\xfe not utf-8\n{broken\n".to_vec();
     bytes.extend(std::fs::read(fixture("claude-code/bash_session.jsonl")).unwrap());
     bytes.push(b'{');
-    bytes.extend(std::iter::repeat(b'x').take(64 << 20));
+    bytes.extend(std::iter::repeat_n(b'x', 64 << 20));
     bytes.extend(b"\"}\nno newline at the end");
     std::fs::write(&input, &bytes).unwrap();
     let script = format!("cat '{}'", input.display());

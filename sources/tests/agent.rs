@@ -50,7 +50,7 @@ fn claude_code_bash_call_holds_the_execution_budget_until_its_result() {
     assert_eq!((call.id.as_str(), call.name.as_str()), ("toolu_1", "Bash"));
     guard.advance(Duration::from_secs(300));
     assert_eq!(rec.types_for("agent"), ["started"]);
-    stream.feed(text[fed..].as_bytes());
+    stream.feed(&text.as_bytes()[fed..]);
     let call = task.last_call().unwrap();
     assert_eq!(call.outcome, Some(CallOutcome::Success));
     let c = stream.counts();
@@ -133,7 +133,7 @@ fn codex_command_execution_is_a_tool_call() {
     assert_eq!(task.last_call().unwrap().name, "command_execution");
     guard.advance(Duration::from_secs(120));
     assert_eq!(rec.types_for("agent"), ["started"]);
-    stream.feed(text[fed..].as_bytes());
+    stream.feed(&text.as_bytes()[fed..]);
     let c = stream.counts();
     assert_eq!(
         (c.events, c.tools_started, c.tools_finished, c.turns),
@@ -154,7 +154,7 @@ fn gemini_tool_use_and_result_pair_by_tool_id() {
     assert_eq!(task.last_call().unwrap().name, "run_shell_command");
     guard.advance(Duration::from_secs(60));
     assert_eq!(rec.types_for("agent"), ["started"]);
-    stream.feed(text[fed..].as_bytes());
+    stream.feed(&text.as_bytes()[fed..]);
     let c = stream.counts();
     assert_eq!(
         (c.events, c.tools_started, c.tools_finished, c.turns),
