@@ -222,3 +222,19 @@ fn describe_shows_the_running_tool_and_its_age() {
     let out = wait_bounded(child);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
+
+// R5.10, R8.1: a tool call that outlives the execution budget is stopped,
+// and the stall line names the agent's tool.
+#[test]
+fn tool_call_past_the_execution_budget_is_named_in_the_stall_line() {
+    let file = fixture("claude-code/bash_session.jsonl");
+    let (out, _dir) = run_replay(
+        "[profile.short]\nexecution = \"1s\"\n",
+        &["--stream", "claude-code", "-p", "short"],
+        &replay(&file, 3, 10),
+    );
+    assert_eq!(out.status.code(), Some(124), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("execution budget 1s exceeded"), "{err}");
+    assert!(err.contains("tool \"Bash\" still running"), "{err}");
+}
