@@ -238,3 +238,12 @@ fn tool_call_past_the_execution_budget_is_named_in_the_stall_line() {
     assert!(err.contains("execution budget 1s exceeded"), "{err}");
     assert!(err.contains("tool \"Bash\" still running"), "{err}");
 }
+
+// R5.10, seed 000: Qwen Code's silent shell call under the execution budget.
+#[test]
+fn qwen_silent_shell_call_runs_to_its_end() {
+    let file = fixture("qwen/schema_session.jsonl");
+    let (out, _dir) = run_replay("", &["--stream", "qwen"], &replay(&file, 2, 3));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, std::fs::read(&file).unwrap());
+}

@@ -163,11 +163,21 @@ fn gemini_tool_use_and_result_pair_by_tool_id() {
 }
 
 #[test]
-fn qwen_reads_claude_shaped_lines() {
-    let (_guard, _rec, task) = setup();
+fn qwen_silent_shell_call_holds_the_execution_budget() {
+    // Seed 000: Qwen Code's 165 s silent SQL probe is not a dead chain.
+    let (guard, rec, task) = setup();
+    let text = fixture("qwen/schema_session.jsonl");
     let mut stream = AgentStream::new(Format::Qwen, task.recorder());
-    stream.feed(fixture("claude-code/bash_session.jsonl").as_bytes());
-    assert_eq!(stream.counts().tools_finished, 1);
+    let fed = feed_until(&mut stream, &text, "\"tool_use\"");
+    assert_eq!(task.last_call().unwrap().name, "run_shell_command");
+    guard.advance(Duration::from_secs(165));
+    assert_eq!(rec.types_for("agent"), ["started"]);
+    stream.feed(&text.as_bytes()[fed..]);
+    let c = stream.counts();
+    assert_eq!(
+        (c.events, c.tools_started, c.tools_finished, c.turns),
+        (4, 1, 1, 1)
+    );
 }
 
 #[test]

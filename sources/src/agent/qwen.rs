@@ -1,10 +1,11 @@
 //! Qwen Code `--output-format stream-json` (R5.10).
 //!
-//! Qwen Code's stream-json follows Claude Code's message shapes (`system`,
-//! `assistant` and `user` messages with `tool_use` / `tool_result` blocks,
-//! `stream_event` partials, a closing `result`), so it is read the same
-//! way; see `sources/tests/fixtures/agent/qwen/SOURCES.md` for what this
-//! rests on.
+//! Qwen Code's stream-json writer uses Claude Code's message shapes
+//! (`system`, `assistant` and `user` messages with `tool_use` /
+//! `tool_result` blocks, `stream_event` partials, a closing `result`; see
+//! `packages/cli/src/nonInteractive/types.ts` of QwenLM/qwen-code), so it
+//! is read the same way; `sources/tests/fixtures/agent/SOURCES.md` names
+//! the commit.
 
 use serde_json::Value;
 
