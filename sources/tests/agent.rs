@@ -265,3 +265,17 @@ fn parsers_map_fixture_lines_to_events() {
         }]
     );
 }
+
+#[test]
+fn counting_output_makes_text_lines_renew_the_idle_budget() {
+    // R5.10, R5.1: a library runner without its own byte counting.
+    let (guard, rec, task) = setup();
+    let text = fixture("codex/exec_sample.jsonl");
+    let mut stream = AgentStream::new(Format::Codex, task.recorder()).counting_output();
+    for line in text.split_inclusive('\n') {
+        guard.advance(Duration::from_millis(900));
+        stream.feed(line.as_bytes());
+    }
+    assert_eq!(rec.types_for("agent"), ["started"], "at {:?}", guard.now());
+    assert_eq!(task.status().unwrap().total_lines, 8);
+}

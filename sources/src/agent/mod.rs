@@ -224,6 +224,8 @@ pub struct AgentStream {
     /// The current line passed [`MAX_EVENT_LINE`]: skip to its end.
     oversized: bool,
     counts: StreamCounts,
+    /// Report every fed chunk as output (R5.1) too.
+    count_output: bool,
 }
 
 impl fmt::Debug for AgentStream {
@@ -248,11 +250,37 @@ impl AgentStream {
             line: Vec::new(),
             oversized: false,
             counts: StreamCounts::default(),
+            count_output: false,
         }
+    }
+
+    /// Also reports the bytes fed as output (R5.1), for a runner whose
+    /// bytes are not already counted elsewhere; `stallguard run` counts
+    /// them in its pump and leaves this off.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stallguard_sources::agent::{AgentStream, Format};
+    /// use watchdog_core::{Guard, ManualClock, Profile};
+    ///
+    /// let guard = Guard::builder().clock(ManualClock::new()).build();
+    /// let task = guard.start("codex", Profile::default()).unwrap();
+    /// let mut stream = AgentStream::new(Format::Codex, task.recorder()).counting_output();
+    /// stream.feed(b"{\"type\":\"turn.started\"}\n");
+    /// assert_eq!(task.status().unwrap().total_lines, 1);
+    /// ```
+    pub fn counting_output(mut self) -> Self {
+        self.count_output = true;
+        self
     }
 
     /// Feeds the next bytes of the stream; complete lines are handled now.
     pub fn feed(&mut self, mut bytes: &[u8]) {
+        if self.count_output && !bytes.is_empty() {
+            let lines = memchr::memchr_iter(b'\n', bytes).count() as u64;
+            self.recorder.output(bytes.len() as u64, lines);
+        }
         while !bytes.is_empty() {
             let (head, rest, complete) = match memchr::memchr(b'\n', bytes) {
                 Some(i) => (&bytes[..i], &bytes[i + 1..], true),
