@@ -247,3 +247,26 @@ fn qwen_silent_shell_call_runs_to_its_end() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(out.stdout, std::fs::read(&file).unwrap());
 }
+
+// R7.3, R5.10: `check` shows each profile's stream format.
+#[test]
+fn check_shows_each_profiles_stream_format() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("stallguard.toml"),
+        "[defaults]\nidle = \"1s\"\n[profile.agent]\nstream = \"qwen\"\n",
+    )
+    .unwrap();
+    let out = stallguard(dir.path()).arg("check").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("stream "))
+        .unwrap_or("");
+    assert_eq!(
+        row.split_whitespace().collect::<Vec<_>>(),
+        ["stream", "none", "qwen"],
+        "{text}"
+    );
+}
