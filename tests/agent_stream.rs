@@ -55,12 +55,13 @@ fn replay(file: &Path, head: usize, secs: u32) -> String {
 }
 
 /// Runs `stallguard run ARGS -- sh -c SCRIPT` in a directory whose
-/// stallguard.toml sets idle = "1s", execution = "10m" (and `extra`).
+/// stallguard.toml sets idle = "1s", execution = "10m", and startup =
+/// "30s" so a slow spawn on a loaded machine is not a stall (and `extra`).
 fn run_replay(extra: &str, args: &[&str], script: &str) -> (Output, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("stallguard.toml"),
-        format!("[defaults]\nidle = \"1s\"\nexecution = \"10m\"\n{extra}"),
+        format!("[defaults]\nidle = \"1s\"\nexecution = \"10m\"\nstartup = \"30s\"\n{extra}"),
     )
     .unwrap();
     let child = stallguard(dir.path())
@@ -157,7 +158,7 @@ fn bad_stream_value_is_a_config_error_with_its_place() {
     let (out, _dir) = run_replay("stream = \"cursor\"\n", &[], "echo ran");
     assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
     let err = stderr(&out);
-    assert!(err.contains("stallguard.toml:4"), "{err}");
+    assert!(err.contains("stallguard.toml:5"), "{err}");
     assert!(err.contains("stream"), "{err}");
     assert!(err.contains("claude-code"), "{err}");
     assert!(out.stdout.is_empty());
