@@ -279,3 +279,12 @@ fn counting_output_makes_text_lines_renew_the_idle_budget() {
     assert_eq!(rec.types_for("agent"), ["started"], "at {:?}", guard.now());
     assert_eq!(task.status().unwrap().total_lines, 8);
 }
+
+#[test]
+fn control_bytes_in_a_tool_name_never_reach_the_status() {
+    // The name is shown on stderr (R8.1): an escape sequence is neutralised.
+    let (_guard, _rec, task) = setup();
+    let mut stream = AgentStream::new(Format::Gemini, task.recorder());
+    stream.feed(b"{\"type\":\"tool_use\",\"tool_id\":\"a\",\"tool_name\":\"x\\u001b[2Jy\"}\n");
+    assert_eq!(task.last_call().unwrap().name, "x?[2Jy");
+}

@@ -400,7 +400,16 @@ impl AgentStream {
             self.counts.refused += 1;
             return;
         }
-        match self.recorder.tool_started(id, name) {
+        // The name reaches stderr lines and terminals: no control bytes.
+        let name: std::borrow::Cow<'_, str> = if name.chars().any(char::is_control) {
+            name.chars()
+                .map(|c| if c.is_control() { '?' } else { c })
+                .collect::<String>()
+                .into()
+        } else {
+            name.into()
+        };
+        match self.recorder.tool_started(id, &name) {
             Ok(()) => {
                 self.in_flight.insert(id.to_owned());
                 self.counts.tools_started += 1;
