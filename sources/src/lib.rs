@@ -9,6 +9,7 @@
     unreachable_pub,
     rust_2018_idioms
 )]
+pub mod agent;
 pub mod args;
 pub mod background;
 pub mod file;

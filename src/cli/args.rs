@@ -106,6 +106,10 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "PATH")]
     pub(crate) socket: Option<PathBuf>,
 
+    /// Read stdout as an agent CLI's JSON lines: claude-code, codex, gemini, qwen, or none.
+    #[arg(long, value_name = "FORMAT", value_parser = super::stream::format)]
+    pub(crate) stream: Option<super::stream::StreamFlag>,
+
     /// The command to run, and its arguments (after `--`).
     #[arg(required = true, trailing_var_arg = true, value_name = "CMD")]
     pub(crate) command: Vec<std::ffi::OsString>,

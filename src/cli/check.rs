@@ -28,10 +28,17 @@ pub(crate) fn run(file: Option<PathBuf>) -> u8 {
         }
     };
     let mut columns: Vec<(String, Profile)> = Vec::new();
+    let mut streams = Vec::new();
     let names = std::iter::once(None).chain(config.profile_names().into_iter().map(Some));
     for name in names {
-        match config.profile(name) {
-            Ok(p) => columns.push((name.unwrap_or(DEFAULTS_NAME).to_owned(), p)),
+        match config
+            .profile(name)
+            .and_then(|p| Ok((p, config.stream(name)?)))
+        {
+            Ok((p, stream)) => {
+                columns.push((name.unwrap_or(DEFAULTS_NAME).to_owned(), p));
+                streams.push(stream);
+            }
             Err(e) => {
                 eprintln!("stallguard: {e}");
                 return super::EXIT_ERROR;
@@ -45,15 +52,29 @@ pub(crate) fn run(file: Option<PathBuf>) -> u8 {
         if n == 1 { "" } else { "s" }
     );
     println!();
-    print!("{}", table(&columns));
+    print!("{}", table(&columns, &streams));
     0
 }
 
-/// Renders profiles as a table: one row per key, one column per profile.
-pub(crate) fn table(columns: &[(String, Profile)]) -> String {
+/// Renders profiles as a table: one row per key, one column per profile;
+/// `streams` holds each column's `stream` format (R5.10), not a budget.
+pub(crate) fn table(
+    columns: &[(String, Profile)],
+    streams: &[Option<stallguard::sources::agent::Format>],
+) -> String {
     let rows: Vec<(&str, Vec<String>)> = Config::keys()
         .iter()
-        .map(|key| (*key, columns.iter().map(|(_, p)| value(p, key)).collect()))
+        .map(|key| {
+            let cells = columns.iter().enumerate().map(|(i, (_, p))| match *key {
+                "stream" => streams
+                    .get(i)
+                    .copied()
+                    .flatten()
+                    .map_or_else(|| "none".into(), |f| f.to_string()),
+                _ => value(p, key),
+            });
+            (*key, cells.collect())
+        })
         .collect();
     let key_width = Config::keys().iter().map(|k| k.len()).max().unwrap_or(0);
     let widths: Vec<usize> = columns

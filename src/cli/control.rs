@@ -107,9 +107,18 @@ pub(crate) fn details(t: &Value) -> String {
         field("last step", text(step));
     }
     if let Some(call) = t.get("last_call") {
+        // R5.10: the agent's tool, how long it has run or how it ended.
+        let when = match call.get("outcome") {
+            None => format!("running for {}", ms(&call["started"]["age_ms"])),
+            Some(outcome) => format!(
+                "{}, started {} ago",
+                text(outcome),
+                ms(&call["started"]["age_ms"])
+            ),
+        };
         field(
             "last call",
-            format!("{} ({})", text(&call["name"]), text(&call["id"])),
+            format!("{} ({}), {when}", text(&call["name"]), text(&call["id"])),
         );
     }
     field(

@@ -7,6 +7,7 @@ pub(crate) mod console;
 pub(crate) mod control;
 pub(crate) mod report;
 pub(crate) mod run;
+pub(crate) mod stream;
 
 /// 124: stallguard stopped the command, as GNU `timeout` (R8.2).
 pub(crate) const EXIT_STOPPED: u8 = 124;

@@ -28,6 +28,7 @@ use stallguard::{Guard, Outcome, Profile, Recorder, Sink};
 use super::args::RunArgs;
 use super::console::{Console, Stream};
 use super::report::{status_line, StopFlag, VerdictLines};
+use super::stream::Tap;
 use super::{check, EXIT_ERROR, EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_STOPPED};
 
 /// How long to keep copying output after the command exited, for
@@ -55,6 +56,8 @@ struct Run {
     events: Option<Box<dyn Sink>>,
     socket: Option<PathBuf>,
     status_line: bool,
+    /// R5.10: read stdout as this agent CLI's JSON lines too.
+    stream: Option<stallguard::sources::agent::Format>,
 }
 
 impl Run {
@@ -63,6 +66,12 @@ impl Run {
         let mut profile = config
             .profile(args.profile.as_deref())
             .map_err(|e| e.to_string())?;
+        let stream = super::stream::choose(
+            args.stream,
+            config
+                .stream(args.profile.as_deref())
+                .map_err(|e| e.to_string())?,
+        );
         // Flags override the config (R8.1).
         if let Some(b) = args.idle {
             profile.idle = b.0;
@@ -107,6 +116,7 @@ impl Run {
             events,
             socket: args.socket,
             status_line,
+            stream,
         })
     }
 
@@ -226,12 +236,14 @@ impl Run {
         let mut pumps = 0;
         if let Some(out) = child.stdout.take() {
             pumps += 1;
+            let tap = self.stream.map(|f| Tap::new(f, task.recorder()));
             pump(
                 out,
                 task.recorder(),
                 &console,
                 Stream::Stdout,
                 done_tx.clone(),
+                tap,
             );
         }
         if let Some(err) = child.stderr.take() {
@@ -242,6 +254,7 @@ impl Run {
                 &console,
                 Stream::Stderr,
                 done_tx.clone(),
+                None,
             );
         }
         drop(done_tx);
@@ -371,12 +384,14 @@ fn forward(pgid: u32, sig: nix::sys::signal::Signal) {
 
 /// Copies one of the command's streams to ours on a thread of its own,
 /// unchanged and flushed per read; each read is an `output` signal (R5.1).
+/// With a `tap` (R5.10), each read is then also parsed as agent events.
 fn pump(
     from: impl Read + Send + 'static,
     recorder: Recorder,
     console: &Arc<Console>,
     to: Stream,
     done: mpsc::Sender<()>,
+    mut tap: Option<Tap>,
 ) {
     let console = Arc::clone(console);
     let spawned = std::thread::Builder::new()
@@ -390,11 +405,20 @@ fn pump(
                     Ok(0) => break,
                     // If our own stream is closed, keep draining the
                     // command's so it never blocks on a full pipe.
-                    Ok(n) if writable => writable = console.command_output(to, &buf[..n]).is_ok(),
-                    Ok(_) => {}
+                    Ok(n) => {
+                        if writable {
+                            writable = console.command_output(to, &buf[..n]).is_ok();
+                        }
+                        if let Some(tap) = &mut tap {
+                            tap.feed(&buf[..n]);
+                        }
+                    }
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                     Err(_) => break,
                 }
+            }
+            if let Some(tap) = &mut tap {
+                tap.finish();
             }
             let _ = done.send(());
         });

@@ -123,3 +123,31 @@ impl<'de> Deserialize<'de> for Strikes {
         d.deserialize_any(V)
     }
 }
+
+/// The `stream` key: an agent CLI stream format (R5.10), or `"none"` for
+/// plain bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct StreamKey(pub(crate) Option<stallguard_sources::agent::Format>);
+
+impl<'de> Deserialize<'de> for StreamKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = StreamKey;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("one of \"none\", \"claude-code\", \"codex\", \"gemini\", \"qwen\"")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<StreamKey, E> {
+                if s == "none" {
+                    return Ok(StreamKey(None));
+                }
+                s.parse().map(|f| StreamKey(Some(f))).map_err(|_| {
+                    E::custom(format!(
+                        "unknown stream format \"{s}\", expected one of \"none\", \"claude-code\", \"codex\", \"gemini\", \"qwen\""
+                    ))
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}

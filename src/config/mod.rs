@@ -153,6 +153,33 @@ impl Config {
         Ok(p)
     }
 
+    /// Returns the agent stream format of profile `name` (`None` for
+    /// `[defaults]`): the `stream` key of `[profile.NAME]`, else of
+    /// `[defaults]`; `None` when unset or `"none"` (R5.10).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stallguard::config::Config;
+    /// use stallguard::sources::agent::Format;
+    /// let text = "[defaults]\nstream = \"none\"\n[profile.agent]\nstream = \"claude-code\"\n";
+    /// let config = Config::from_str(text, "stallguard.toml").unwrap();
+    /// assert_eq!(config.stream(Some("agent")).unwrap(), Some(Format::ClaudeCode));
+    /// assert_eq!(config.stream(None).unwrap(), None);
+    /// ```
+    pub fn stream(
+        &self,
+        name: Option<&str>,
+    ) -> Result<Option<stallguard_sources::agent::Format>, ConfigError> {
+        // `profile` checks the name and says which exist.
+        self.profile(name)?;
+        let table = name.and_then(|n| self.profiles.get(n));
+        Ok(table
+            .and_then(RawProfile::stream)
+            .or_else(|| self.defaults.stream())
+            .flatten())
+    }
+
     /// Returns the names of the `[profile.NAME]` tables, sorted.
     pub fn profile_names(&self) -> Vec<&str> {
         self.profiles.keys().map(String::as_str).collect()

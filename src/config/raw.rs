@@ -8,7 +8,7 @@ use serde::Deserialize;
 use toml::Spanned;
 use watchdog_core::Profile;
 
-use super::elements::{RenewedBy, Span, Strikes, Switch};
+use super::elements::{RenewedBy, Span, StreamKey, Strikes, Switch};
 
 /// The top-level tables a config file may hold.
 pub(crate) const TOP_KEYS: &[&str] = &["defaults", "profile"];
@@ -27,6 +27,7 @@ pub(crate) const PROFILE_KEYS: &[&str] = &[
     "heartbeat-interval",
     "long-running-after",
     "notify-only",
+    "stream",
 ];
 
 /// A whole config file.
@@ -55,6 +56,7 @@ pub(crate) struct RawProfile {
     heartbeat_interval: Option<Spanned<Switch>>,
     long_running_after: Option<Spanned<Switch>>,
     notify_only: Option<Spanned<bool>>,
+    stream: Option<Spanned<StreamKey>>,
 }
 
 impl RawProfile {
@@ -82,6 +84,12 @@ impl RawProfile {
         set(&mut p.notify_only, &self.notify_only, |b| b);
     }
 
+    /// Returns the `stream` this table sets: `None` if absent,
+    /// `Some(None)` for `"none"` (R5.10).
+    pub(crate) fn stream(&self) -> Option<Option<stallguard_sources::agent::Format>> {
+        self.stream.as_ref().map(|s| s.get_ref().0)
+    }
+
     /// Returns where this table sets `key` (kebab-case), if it does.
     pub(crate) fn span_of(&self, key: &str) -> Option<Range<usize>> {
         fn sp<T>(v: &Option<Spanned<T>>) -> Option<Range<usize>> {
@@ -100,6 +108,7 @@ impl RawProfile {
             "heartbeat-interval" => sp(&self.heartbeat_interval),
             "long-running-after" => sp(&self.long_running_after),
             "notify-only" => sp(&self.notify_only),
+            "stream" => sp(&self.stream),
             _ => None,
         }
     }

@@ -1,0 +1,452 @@
+//! Headless agent CLI event streams (R5.10).
+//!
+//! A headless agent CLI (Claude Code `--output-format stream-json`, Codex
+//! `exec --json`, Gemini CLI and Qwen Code `--output-format stream-json`)
+//! writes its events as JSON lines on stdout. [`AgentStream`] reads those
+//! bytes as they pass through (it never changes or holds them back), splits
+//! them into lines, and turns each line it recognises into signals on the
+//! task's [`Recorder`]: tool start and finish by call id (so the execution
+//! budget holds while the agent's own tool runs, R2.2, R5.3), argument
+//! deltas of Claude Code's `stream_event` wrappers (through the Anthropic
+//! adapter, [`crate::args::anthropic`]), text, and the end of the turn.
+//!
+//! A line that is not JSON, not an object with a `type`, or not an event
+//! the format knows is plain output: counted, never an error. A line longer
+//! than [`MAX_EVENT_LINE`] is never buffered whole: its head is dropped from
+//! the parser's buffer and the line counts as plain output.
+//!
+//! Each format lives in a module of its own that maps one parsed line to
+//! format-neutral [`AgentEvent`]s; this module applies them.
+
+pub mod claude_code;
+pub mod codex;
+pub mod gemini;
+pub mod qwen;
+
+use std::collections::HashSet;
+use std::fmt;
+use std::str::FromStr;
+
+use serde_json::Value;
+use watchdog_core::{CallOutcome, Recorder};
+
+use crate::args::anthropic::AnthropicStream;
+use crate::tools::MAX_CALL_ID;
+
+/// The longest line parsed as an event, in bytes (4 MiB); longer lines are
+/// plain output.
+pub const MAX_EVENT_LINE: usize = 4 << 20;
+
+/// The most tool calls tracked in flight at once; starts beyond it are
+/// counted and ignored, so a runaway stream cannot grow memory.
+pub const MAX_IN_FLIGHT: usize = 1024;
+
+/// Which agent CLI wrote the stream.
+///
+/// # Examples
+///
+/// ```
+/// use stallguard_sources::agent::Format;
+/// let f: Format = "claude-code".parse().unwrap();
+/// assert_eq!(f, Format::ClaudeCode);
+/// assert_eq!(f.to_string(), "claude-code");
+/// assert!("cursor".parse::<Format>().is_err());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Format {
+    /// Claude Code `claude -p --output-format stream-json --verbose`.
+    ClaudeCode,
+    /// Codex `codex exec --json`.
+    Codex,
+    /// Gemini CLI `gemini -p … --output-format stream-json`.
+    Gemini,
+    /// Qwen Code `qwen -p … --output-format stream-json`.
+    Qwen,
+}
+
+impl Format {
+    /// Every format, in the order the CLI lists them.
+    pub const ALL: [Format; 4] = [
+        Format::ClaudeCode,
+        Format::Codex,
+        Format::Gemini,
+        Format::Qwen,
+    ];
+
+    /// Returns the format's name as `--stream` and the config take it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::ClaudeCode => "claude-code",
+            Format::Codex => "codex",
+            Format::Gemini => "gemini",
+            Format::Qwen => "qwen",
+        }
+    }
+
+    /// Maps one parsed line to events; an empty list for plain output.
+    pub fn parse<'v>(self, line: &'v Value, out: &mut Vec<AgentEvent<'v>>) {
+        match self {
+            Format::ClaudeCode => claude_code::parse(line, out),
+            Format::Codex => codex::parse(line, out),
+            Format::Gemini => gemini::parse(line, out),
+            Format::Qwen => qwen::parse(line, out),
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A stream format name that is not one of [`Format::ALL`].
+///
+/// # Examples
+///
+/// ```
+/// use stallguard_sources::agent::Format;
+/// let e = "cursor".parse::<Format>().unwrap_err();
+/// assert_eq!(e.to_string(), "unknown stream format `cursor`, expected one of claude-code, codex, gemini, qwen");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown stream format `{0}`, expected one of claude-code, codex, gemini, qwen")]
+pub struct UnknownFormat(pub String);
+
+impl FromStr for Format {
+    type Err = UnknownFormat;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Format::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| UnknownFormat(s.to_owned()))
+    }
+}
+
+/// One thing a line of an agent stream says, the same for every format.
+///
+/// # Examples
+///
+/// ```
+/// use stallguard_sources::agent::{AgentEvent, Format};
+/// let line = serde_json::json!({"type":"tool_use","tool_name":"run_shell_command","tool_id":"t1","parameters":{}});
+/// let mut out = Vec::new();
+/// Format::Gemini.parse(&line, &mut out);
+/// assert_eq!(out, [AgentEvent::ToolStarted { id: "t1", name: "run_shell_command" }]);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum AgentEvent<'v> {
+    /// The agent started its tool `name` as call `id`.
+    ToolStarted {
+        /// The call id the agent gave.
+        id: &'v str,
+        /// The tool's name, e.g. `Bash`.
+        name: &'v str,
+    },
+    /// Call `id` returned; `ok` is false for an error result.
+    ToolFinished {
+        /// The call id of the start.
+        id: &'v str,
+        /// False when the tool reported an error.
+        ok: bool,
+    },
+    /// A partial-message event (Anthropic streaming shape) to track
+    /// argument deltas with.
+    Partial(&'v Value),
+    /// Text from the model.
+    Text,
+    /// The turn ended (a result, a completed or failed turn).
+    TurnEnd,
+    /// A known event that carries no signal (init, usage, heartbeats).
+    Other,
+}
+
+/// What [`AgentStream`] has seen so far.
+///
+/// # Examples
+///
+/// ```
+/// use stallguard_sources::agent::StreamCounts;
+/// let c = StreamCounts::default();
+/// assert_eq!(c.events + c.plain, 0);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StreamCounts {
+    /// Lines recognised as events of the format.
+    pub events: u64,
+    /// Lines passed as plain output (not JSON, unknown, or too long).
+    pub plain: u64,
+    /// Lines longer than [`MAX_EVENT_LINE`] (counted in `plain` too).
+    pub oversized: u64,
+    /// Tool calls started.
+    pub tools_started: u64,
+    /// Tool calls finished.
+    pub tools_finished: u64,
+    /// Starts or finishes refused (bad id, duplicate, unknown, full set).
+    pub refused: u64,
+    /// Turns ended.
+    pub turns: u64,
+}
+
+/// Reads one agent CLI's JSON-lines stream and reports what it says to a
+/// task (R5.10).
+///
+/// Feed it the bytes as they pass through, in any chunking; it keeps at
+/// most one line of up to [`MAX_EVENT_LINE`] bytes.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use stallguard_sources::agent::{AgentStream, Format};
+/// use watchdog_core::{Guard, ManualClock, Phase, Profile};
+///
+/// let guard = Guard::builder().clock(ManualClock::new()).build();
+/// let task = guard.start("claude", Profile::default()).unwrap();
+/// let mut stream = AgentStream::new(Format::ClaudeCode, task.recorder());
+/// stream.feed(br#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{}}]}}
+/// not json, passed as plain output
+/// "#);
+/// assert_eq!(task.status().unwrap().phase, Phase::Executing { tools: 1 });
+/// assert_eq!(task.last_call().unwrap().name, "Bash");
+/// assert_eq!(stream.counts().plain, 1);
+/// ```
+pub struct AgentStream {
+    format: Format,
+    recorder: Recorder,
+    partial: AnthropicStream,
+    in_flight: HashSet<String>,
+    line: Vec<u8>,
+    /// The current line passed [`MAX_EVENT_LINE`]: skip to its end.
+    oversized: bool,
+    counts: StreamCounts,
+    /// Report every fed chunk as output (R5.1) too.
+    count_output: bool,
+}
+
+impl fmt::Debug for AgentStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AgentStream")
+            .field("format", &self.format)
+            .field("task", &self.recorder.id())
+            .field("in_flight", &self.in_flight.len())
+            .field("counts", &self.counts)
+            .finish()
+    }
+}
+
+impl AgentStream {
+    /// Creates a reader of `format` reporting to `recorder`'s task.
+    pub fn new(format: Format, recorder: Recorder) -> Self {
+        AgentStream {
+            format,
+            partial: AnthropicStream::new(recorder.clone()),
+            recorder,
+            in_flight: HashSet::new(),
+            line: Vec::new(),
+            oversized: false,
+            counts: StreamCounts::default(),
+            count_output: false,
+        }
+    }
+
+    /// Also reports the bytes fed as output (R5.1), for a runner whose
+    /// bytes are not already counted elsewhere; `stallguard run` counts
+    /// them in its pump and leaves this off.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stallguard_sources::agent::{AgentStream, Format};
+    /// use watchdog_core::{Guard, ManualClock, Profile};
+    ///
+    /// let guard = Guard::builder().clock(ManualClock::new()).build();
+    /// let task = guard.start("codex", Profile::default()).unwrap();
+    /// let mut stream = AgentStream::new(Format::Codex, task.recorder()).counting_output();
+    /// stream.feed(b"{\"type\":\"turn.started\"}\n");
+    /// assert_eq!(task.status().unwrap().total_lines, 1);
+    /// ```
+    pub fn counting_output(mut self) -> Self {
+        self.count_output = true;
+        self
+    }
+
+    /// Feeds the next bytes of the stream; complete lines are handled now.
+    pub fn feed(&mut self, mut bytes: &[u8]) {
+        if self.count_output && !bytes.is_empty() {
+            let lines = memchr::memchr_iter(b'\n', bytes).count() as u64;
+            self.recorder.output(bytes.len() as u64, lines);
+        }
+        while !bytes.is_empty() {
+            let (head, rest, complete) = match memchr::memchr(b'\n', bytes) {
+                Some(i) => (&bytes[..i], &bytes[i + 1..], true),
+                None => (bytes, &[][..], false),
+            };
+            if !self.oversized {
+                if self.line.len() + head.len() > MAX_EVENT_LINE {
+                    self.oversized = true;
+                    self.line = Vec::new();
+                } else {
+                    self.line.extend_from_slice(head);
+                }
+            }
+            if complete {
+                self.end_line();
+            }
+            bytes = rest;
+        }
+    }
+
+    /// Ends the stream: a last line without a newline is handled, and
+    /// calls still in flight are finished as cancelled.
+    pub fn finish(&mut self) {
+        if !self.line.is_empty() || self.oversized {
+            self.end_line();
+        }
+        self.abandon_calls();
+    }
+
+    /// Returns what the stream has seen so far.
+    pub fn counts(&self) -> StreamCounts {
+        self.counts
+    }
+
+    /// Returns how many of the agent's tool calls are in flight.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// Returns the format being read.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    fn end_line(&mut self) {
+        if std::mem::take(&mut self.oversized) {
+            self.counts.oversized += 1;
+            self.counts.plain += 1;
+            return;
+        }
+        let line = std::mem::take(&mut self.line);
+        self.handle_line(&line);
+        // Keep a modest buffer for the next line, not the largest seen.
+        self.line = line;
+        self.line.clear();
+        if self.line.capacity() > 64 * 1024 {
+            self.line.shrink_to(64 * 1024);
+        }
+    }
+
+    /// Handles one complete line (without its newline).
+    fn handle_line(&mut self, line: &[u8]) {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        // Cheap pre-check: an event is a JSON object.
+        let first = line.iter().find(|b| !b.is_ascii_whitespace());
+        let value = match first {
+            Some(b'{') => serde_json::from_slice::<Value>(line).ok(),
+            _ => None,
+        };
+        let Some(value) = value else {
+            self.counts.plain += 1;
+            return;
+        };
+        let mut events = Vec::new();
+        self.format.parse(&value, &mut events);
+        if events.is_empty() {
+            self.counts.plain += 1;
+        } else {
+            self.counts.events += 1;
+        }
+        for event in events {
+            self.apply(event);
+        }
+    }
+
+    fn apply(&mut self, event: AgentEvent<'_>) {
+        match event {
+            AgentEvent::ToolStarted { id, name } => self.started(id, name),
+            AgentEvent::ToolFinished { id, ok } => {
+                let outcome = if ok {
+                    CallOutcome::Success
+                } else {
+                    CallOutcome::Error
+                };
+                self.finished(id, outcome);
+            }
+            AgentEvent::Partial(event) => {
+                // Rejections are counted by the adapter's tracker.
+                let _ = self.partial.feed_value(event);
+            }
+            AgentEvent::Text | AgentEvent::Other => {}
+            AgentEvent::TurnEnd => {
+                self.counts.turns += 1;
+                self.partial.turn_end();
+                self.abandon_calls();
+            }
+        }
+    }
+
+    fn started(&mut self, id: &str, name: &str) {
+        let bad = |s: &str| s.is_empty() || s.len() > MAX_CALL_ID;
+        if bad(id)
+            || bad(name)
+            || self.in_flight.contains(id)
+            || self.in_flight.len() >= MAX_IN_FLIGHT
+        {
+            self.counts.refused += 1;
+            return;
+        }
+        // The name reaches stderr lines and terminals: no control bytes.
+        let name: std::borrow::Cow<'_, str> = if name.chars().any(char::is_control) {
+            name.chars()
+                .map(|c| if c.is_control() { '?' } else { c })
+                .collect::<String>()
+                .into()
+        } else {
+            name.into()
+        };
+        match self.recorder.tool_started(id, &name) {
+            Ok(()) => {
+                self.in_flight.insert(id.to_owned());
+                self.counts.tools_started += 1;
+            }
+            Err(_) => self.counts.refused += 1,
+        }
+    }
+
+    fn finished(&mut self, id: &str, outcome: CallOutcome) {
+        if !self.in_flight.remove(id) {
+            // A result for a call this stream never saw start (a Codex item
+            // that completes without starting, a resumed session).
+            self.counts.refused += 1;
+            return;
+        }
+        match self.recorder.tool_finished(id, outcome) {
+            Ok(()) => self.counts.tools_finished += 1,
+            Err(_) => self.counts.refused += 1,
+        }
+    }
+
+    /// Finishes every call still in flight as cancelled: the turn or the
+    /// stream ended without their results.
+    fn abandon_calls(&mut self) {
+        for id in std::mem::take(&mut self.in_flight) {
+            if self
+                .recorder
+                .tool_finished(&id, CallOutcome::Cancelled)
+                .is_ok()
+            {
+                self.counts.tools_finished += 1;
+            }
+        }
+    }
+}
+
+/// Returns `v[key]` as a string, if it is one.
+fn str_at<'v>(v: &'v Value, key: &str) -> Option<&'v str> {
+    v.get(key).and_then(Value::as_str)
+}

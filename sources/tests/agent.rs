@@ -1,0 +1,290 @@
+//! Agent CLI stream readers on public recordings, in virtual time (R5.10,
+//! R2.2, R5.3, R4.1). Fixtures and their sources: fixtures/agent/SOURCES.md.
+
+use std::time::Duration;
+
+use stallguard_sources::agent::{AgentEvent, AgentStream, Format, MAX_EVENT_LINE};
+use watchdog_core::{CallOutcome, Guard, ManualClock, Phase, Profile, RecordingSink, TaskHandle};
+
+fn fixture(path: &str) -> String {
+    let full = format!("{}/tests/fixtures/agent/{path}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{full}: {e}"))
+}
+
+fn setup() -> (Guard, RecordingSink, TaskHandle) {
+    let rec = RecordingSink::new();
+    let guard = Guard::builder()
+        .clock(ManualClock::new())
+        .sink(rec.clone())
+        .build();
+    let profile = Profile::default()
+        .idle(Duration::from_secs(1))
+        .execution(Duration::from_secs(600))
+        .heartbeat_interval(None);
+    let task = guard.start("agent", profile).unwrap();
+    (guard, rec, task)
+}
+
+/// Feeds the lines of `text` up to and including the one containing `until`.
+fn feed_until(stream: &mut AgentStream, text: &str, until: &str) -> usize {
+    let mut fed = 0;
+    for line in text.split_inclusive('\n') {
+        stream.feed(line.as_bytes());
+        fed += line.len();
+        if line.contains(until) {
+            break;
+        }
+    }
+    fed
+}
+
+#[test]
+fn claude_code_bash_call_holds_the_execution_budget_until_its_result() {
+    // R5.10, R2.2: a silent Bash call longer than idle is not a stall.
+    let (guard, rec, task) = setup();
+    let text = fixture("claude-code/bash_session.jsonl");
+    let mut stream = AgentStream::new(Format::ClaudeCode, task.recorder());
+    let fed = feed_until(&mut stream, &text, "\"tool_use\"");
+    assert_eq!(task.status().unwrap().phase, Phase::Executing { tools: 1 });
+    let call = task.last_call().unwrap();
+    assert_eq!((call.id.as_str(), call.name.as_str()), ("toolu_1", "Bash"));
+    guard.advance(Duration::from_secs(300));
+    assert_eq!(rec.types_for("agent"), ["started"]);
+    stream.feed(&text.as_bytes()[fed..]);
+    let call = task.last_call().unwrap();
+    assert_eq!(call.outcome, Some(CallOutcome::Success));
+    let c = stream.counts();
+    assert_eq!(
+        (
+            c.events,
+            c.plain,
+            c.tools_started,
+            c.tools_finished,
+            c.turns
+        ),
+        (5, 0, 1, 1, 1)
+    );
+}
+
+#[test]
+fn claude_code_silence_with_no_tool_in_flight_stalls_on_idle() {
+    // R5.10, R2.1: between tools the idle budget applies.
+    let (guard, rec, task) = setup();
+    let text = fixture("claude-code/bash_session.jsonl");
+    let mut stream = AgentStream::new(Format::ClaudeCode, task.recorder());
+    feed_until(&mut stream, &text, "\"tool_result\"");
+    assert_eq!(stream.in_flight(), 0);
+    guard.advance(Duration::from_secs(2));
+    assert!(rec.types_for("agent").contains(&"stalled"));
+}
+
+#[test]
+fn claude_code_real_responses_start_and_finish_read() {
+    // R5.3, R4.1 on ai-discord's recorded Claude CLI lines.
+    let (_guard, _rec, task) = setup();
+    let mut stream = AgentStream::new(Format::ClaudeCode, task.recorder());
+    stream.feed(fixture("claude-code/read_session.jsonl").as_bytes());
+    let call = task.last_call().unwrap();
+    assert_eq!(
+        (call.id.as_str(), call.name.as_str()),
+        ("toolu_123", "Read")
+    );
+    assert_eq!(call.outcome, Some(CallOutcome::Success));
+    assert_eq!(stream.counts().events, 4);
+}
+
+#[test]
+fn claude_code_tool_progress_is_known_and_starts_nothing() {
+    let (_guard, _rec, task) = setup();
+    let mut stream = AgentStream::new(Format::ClaudeCode, task.recorder());
+    stream.feed(fixture("claude-code/tool_progress.jsonl").as_bytes());
+    assert_eq!(stream.counts().events, 1);
+    assert!(task.last_call().is_none());
+}
+
+#[test]
+fn claude_code_stream_events_renew_through_the_anthropic_adapter() {
+    // R5.10, R5.2: `stream_event` wrappers carry argument deltas.
+    let (guard, rec, task) = setup();
+    let mut stream = AgentStream::new(Format::ClaudeCode, task.recorder());
+    stream.feed(br#"{"type":"stream_event","event":{"type":"message_start","message":{"id":"msg_01","type":"message","role":"assistant","content":[]}}}
+{"type":"stream_event","event":{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_01","name":"Write","input":{}}}}
+"#);
+    for i in 0..5 {
+        guard.advance(Duration::from_millis(800));
+        let delta = format!(
+            "{{\"type\":\"stream_event\",\"event\":{{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"input_json_delta\",\"partial_json\":\"{{\\\"part{i}\\\": 1\"}}}}}}\n"
+        );
+        stream.feed(delta.as_bytes());
+    }
+    // 4 s in all, every gap under the 1 s idle budget: no stall.
+    assert_eq!(rec.types_for("agent"), ["started"]);
+    assert_eq!(stream.counts().events, 7);
+}
+
+#[test]
+fn codex_command_execution_is_a_tool_call() {
+    // R5.10 on openai/codex docs/exec.md's sample.
+    let (guard, rec, task) = setup();
+    let text = fixture("codex/exec_sample.jsonl");
+    let mut stream = AgentStream::new(Format::Codex, task.recorder());
+    let fed = feed_until(&mut stream, &text, "\"item.started\"");
+    assert_eq!(task.status().unwrap().phase, Phase::Executing { tools: 1 });
+    assert_eq!(task.last_call().unwrap().name, "command_execution");
+    guard.advance(Duration::from_secs(120));
+    assert_eq!(rec.types_for("agent"), ["started"]);
+    stream.feed(&text.as_bytes()[fed..]);
+    let c = stream.counts();
+    assert_eq!(
+        (c.events, c.tools_started, c.tools_finished, c.turns),
+        (8, 1, 1, 1)
+    );
+    assert_eq!(
+        task.last_call().unwrap().outcome,
+        Some(CallOutcome::Success)
+    );
+}
+
+#[test]
+fn gemini_tool_use_and_result_pair_by_tool_id() {
+    let (guard, rec, task) = setup();
+    let text = fixture("gemini/schema_session.jsonl");
+    let mut stream = AgentStream::new(Format::Gemini, task.recorder());
+    let fed = feed_until(&mut stream, &text, "\"tool_use\"");
+    assert_eq!(task.last_call().unwrap().name, "run_shell_command");
+    guard.advance(Duration::from_secs(60));
+    assert_eq!(rec.types_for("agent"), ["started"]);
+    stream.feed(&text.as_bytes()[fed..]);
+    let c = stream.counts();
+    assert_eq!(
+        (c.events, c.tools_started, c.tools_finished, c.turns),
+        (6, 1, 1, 1)
+    );
+}
+
+#[test]
+fn qwen_silent_shell_call_holds_the_execution_budget() {
+    // Seed 000: Qwen Code's 165 s silent SQL probe is not a dead chain.
+    let (guard, rec, task) = setup();
+    let text = fixture("qwen/schema_session.jsonl");
+    let mut stream = AgentStream::new(Format::Qwen, task.recorder());
+    let fed = feed_until(&mut stream, &text, "\"tool_use\"");
+    assert_eq!(task.last_call().unwrap().name, "run_shell_command");
+    guard.advance(Duration::from_secs(165));
+    assert_eq!(rec.types_for("agent"), ["started"]);
+    stream.feed(&text.as_bytes()[fed..]);
+    let c = stream.counts();
+    assert_eq!(
+        (c.events, c.tools_started, c.tools_finished, c.turns),
+        (4, 1, 1, 1)
+    );
+}
+
+#[test]
+fn garbage_lines_are_plain_output_never_errors() {
+    // R5.10: not JSON, not an object, unknown type, broken UTF-8.
+    let (_guard, _rec, task) = setup();
+    let mut stream = AgentStream::new(Format::ClaudeCode, task.recorder());
+    stream.feed(b"hello\n[1,2]\n{\"type\":\"mystery\"}\n{\"no_type\":1}\n\xff\xfe{\n{\"type\":\"assistant\"\n\n");
+    let c = stream.counts();
+    assert_eq!((c.events, c.plain), (0, 7));
+    assert!(task.last_call().is_none());
+}
+
+#[test]
+fn an_oversized_line_is_plain_output_and_the_next_line_still_parses() {
+    // Bounded memory: a line past MAX_EVENT_LINE is never parsed whole.
+    let (_guard, _rec, task) = setup();
+    let mut stream = AgentStream::new(Format::Gemini, task.recorder());
+    let chunk = vec![b'x'; 1 << 20];
+    stream.feed(b"{\"type\":\"tool_use\",\"tool_id\":\"big\",\"tool_name\":\"t\",\"p\":\"");
+    for _ in 0..(MAX_EVENT_LINE / chunk.len() + 2) {
+        stream.feed(&chunk);
+    }
+    stream.feed(b"\"}\n{\"type\":\"tool_use\",\"tool_id\":\"t2\",\"tool_name\":\"grep\"}\n");
+    let c = stream.counts();
+    assert_eq!((c.oversized, c.plain, c.tools_started), (1, 1, 1));
+    assert_eq!(task.last_call().unwrap().id, "t2");
+}
+
+#[test]
+fn lines_split_across_reads_are_joined() {
+    let (_guard, _rec, task) = setup();
+    let mut stream = AgentStream::new(Format::Codex, task.recorder());
+    let text = fixture("codex/exec_sample.jsonl");
+    for b in text.as_bytes().chunks(7) {
+        stream.feed(b);
+    }
+    assert_eq!(stream.counts().events, 8);
+}
+
+#[test]
+fn turn_end_and_stream_end_finish_calls_left_in_flight_as_cancelled() {
+    let (_guard, _rec, task) = setup();
+    let mut stream = AgentStream::new(Format::Gemini, task.recorder());
+    stream.feed(b"{\"type\":\"tool_use\",\"tool_id\":\"a\",\"tool_name\":\"grep\"}\n{\"type\":\"result\",\"status\":\"error\"}\n");
+    assert_eq!(
+        task.last_call().unwrap().outcome,
+        Some(CallOutcome::Cancelled)
+    );
+    stream.feed(b"{\"type\":\"tool_use\",\"tool_id\":\"b\",\"tool_name\":\"ls\"}");
+    stream.finish();
+    assert_eq!(task.last_call().unwrap().id, "b");
+    assert_eq!(
+        task.last_call().unwrap().outcome,
+        Some(CallOutcome::Cancelled)
+    );
+    assert_eq!(stream.in_flight(), 0);
+}
+
+#[test]
+fn duplicate_and_unknown_ids_are_refused_not_panics() {
+    let (_guard, _rec, task) = setup();
+    let mut stream = AgentStream::new(Format::Gemini, task.recorder());
+    stream.feed(b"{\"type\":\"tool_use\",\"tool_id\":\"a\",\"tool_name\":\"grep\"}\n{\"type\":\"tool_use\",\"tool_id\":\"a\",\"tool_name\":\"grep\"}\n{\"type\":\"tool_result\",\"tool_id\":\"zz\",\"status\":\"success\"}\n{\"type\":\"tool_use\",\"tool_id\":\"\",\"tool_name\":\"grep\"}\n");
+    assert_eq!(stream.counts().refused, 3);
+    assert_eq!(stream.in_flight(), 1);
+}
+
+#[test]
+fn parsers_map_fixture_lines_to_events() {
+    let line: serde_json::Value = serde_json::from_str(
+        fixture("claude-code/bash_session.jsonl")
+            .lines()
+            .nth(2)
+            .unwrap(),
+    )
+    .unwrap();
+    let mut out = Vec::new();
+    Format::ClaudeCode.parse(&line, &mut out);
+    assert_eq!(
+        out,
+        [AgentEvent::ToolStarted {
+            id: "toolu_1",
+            name: "Bash"
+        }]
+    );
+}
+
+#[test]
+fn counting_output_makes_text_lines_renew_the_idle_budget() {
+    // R5.10, R5.1: a library runner without its own byte counting.
+    let (guard, rec, task) = setup();
+    let text = fixture("codex/exec_sample.jsonl");
+    let mut stream = AgentStream::new(Format::Codex, task.recorder()).counting_output();
+    for line in text.split_inclusive('\n') {
+        guard.advance(Duration::from_millis(900));
+        stream.feed(line.as_bytes());
+    }
+    assert_eq!(rec.types_for("agent"), ["started"], "at {:?}", guard.now());
+    assert_eq!(task.status().unwrap().total_lines, 8);
+}
+
+#[test]
+fn control_bytes_in_a_tool_name_never_reach_the_status() {
+    // The name is shown on stderr (R8.1): an escape sequence is neutralised.
+    let (_guard, _rec, task) = setup();
+    let mut stream = AgentStream::new(Format::Gemini, task.recorder());
+    stream.feed(b"{\"type\":\"tool_use\",\"tool_id\":\"a\",\"tool_name\":\"x\\u001b[2Jy\"}\n");
+    assert_eq!(task.last_call().unwrap().name, "x?[2Jy");
+}
