@@ -17,6 +17,7 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { cli::EXIT_ERROR } else { 0 });
         }
     };
+    cli::logging::init(cli.verbose);
     let code = match cli.command {
         cli::args::Command::Run(args) => cli::run::run(args),
         cli::args::Command::Check { file } => cli::check::run(file),

@@ -21,6 +21,11 @@ Exit status of `run`: the command's own; 124 when stallguard stopped it;
 125 for stallguard's own errors; 126 command not executable; 127 command
 not found; 128+N when the command died of signal N.")]
 pub(crate) struct Cli {
+    /// More of stallguard's own diagnostics on stderr: -v for what sources
+    /// and sinks count or refuse, -vv for every step. RUST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub(crate) verbose: u8,
+
     #[command(subcommand)]
     pub(crate) command: Command,
 }
@@ -109,10 +114,30 @@ pub(crate) struct RunArgs {
     /// Read stdout as an agent CLI's JSON lines: claude-code, codex, gemini, qwen, or none.
     #[arg(long, value_name = "FORMAT", value_parser = super::stream::format)]
     pub(crate) stream: Option<super::stream::StreamFlag>,
+    /// After the command exits, how long to wait for processes that still
+    /// hold its stdout/stderr before naming them as leaked [default: 1s].
+    #[arg(long, value_name = "D", value_parser = duration)]
+    pub(crate) leak_timeout: Option<Duration>,
+
+    /// What to do with processes of the command's tree still running after
+    /// it ends: "kill" (SIGTERM, then SIGKILL after --grace) or "keep"
+    /// [default: kill]. Either way they are named.
+    #[arg(long, value_name = "WHAT")]
+    pub(crate) on_leftover: Option<OnLeftover>,
 
     /// The command to run, and its arguments (after `--`).
     #[arg(required = true, trailing_var_arg = true, value_name = "CMD")]
     pub(crate) command: Vec<std::ffi::OsString>,
+}
+
+/// What `run` does with what is left of the command's tree (R8.6).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum OnLeftover {
+    /// SIGTERM, then SIGKILL after the grace period.
+    #[default]
+    Kill,
+    /// Leave them running.
+    Keep,
 }
 
 /// Options shared by `list` and `describe`.

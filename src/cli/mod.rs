@@ -1,10 +1,14 @@
 //! The `stallguard` binary's subcommands (SPEC §8). The library describes;
 //! this module renders and picks exit statuses.
 
+pub(crate) mod aftermath;
 pub(crate) mod args;
 pub(crate) mod check;
 pub(crate) mod console;
 pub(crate) mod control;
+pub(crate) mod leaks;
+pub(crate) mod logging;
+pub(crate) mod reaper;
 pub(crate) mod report;
 pub(crate) mod run;
 pub(crate) mod stream;

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use stallguard::{
-    Budget, ChildInfo, Delivery, Event, EventKind, ProcState, Profile, Sink, SinkError, TaskStatus,
+    Budget, ChildInfo, Delivery, Event, EventKind, LeftoverAction, ProcState, Profile, Sink,
+    SinkError, TaskStatus,
 };
 
 use super::console::Console;
@@ -125,6 +126,25 @@ pub(crate) fn verdict_line(profile: &Profile, kind: &EventKind) -> Option<String
             "stallguard: still running after the {} grace period: {signal}",
             humantime::format_duration(profile.grace_period)
         ),
+        EventKind::ExtensionRefused { requested, allowed } => format!(
+            "stallguard: extension refused: EXTEND_TIMEOUT_USEC asked for a deadline {} from the start, past max-deadline {}; the deadline stays",
+            humantime::format_duration(*requested),
+            humantime::format_duration(*allowed)
+        ),
+        EventKind::Leaked { processes } => format!(
+            "stallguard: the command exited but its output is still held open by {}; not waiting for it",
+            super::leaks::names(processes)
+        ),
+        EventKind::Leftover { action, processes } => match action {
+            LeftoverAction::Killed => format!(
+                "stallguard: stopping what the command left running: {}",
+                super::leaks::names(processes)
+            ),
+            LeftoverAction::Kept => format!(
+                "stallguard: leaving running (on-leftover = keep): {}",
+                super::leaks::names(processes)
+            ),
+        },
         _ => return None,
     };
     Some(line)

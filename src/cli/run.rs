@@ -25,15 +25,17 @@ use stallguard::sources::output::CountingReader;
 use stallguard::sources::procs::ProcessSampler;
 use stallguard::{Guard, Outcome, Profile, Recorder, Sink};
 
-use super::args::RunArgs;
+use super::aftermath::Aftermath;
+use super::args::{OnLeftover, RunArgs};
 use super::console::{Console, Stream};
+use super::reaper::{self, EscapedSignals, OrphanReaper};
 use super::report::{status_line, StopFlag, VerdictLines};
 use super::stream::Tap;
 use super::{check, EXIT_ERROR, EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_STOPPED};
 
-/// How long to keep copying output after the command exited, for
-/// grandchildren that still hold its pipes open.
-const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
+/// How long to wait for the command's pipes after it exited, for
+/// processes that still hold them open (R8.5; nextest waits as long).
+const DEFAULT_LEAK_TIMEOUT: Duration = Duration::from_secs(1);
 /// How long isolated sinks (the events file) get to catch up before exit.
 const FLUSH_BOUND: Duration = Duration::from_secs(5);
 
@@ -58,6 +60,8 @@ struct Run {
     status_line: bool,
     /// R5.10: read stdout as this agent CLI's JSON lines too.
     stream: Option<stallguard::sources::agent::Format>,
+    leak_timeout: Duration,
+    on_leftover: OnLeftover,
 }
 
 impl Run {
@@ -117,6 +121,8 @@ impl Run {
             socket: args.socket,
             status_line,
             stream,
+            leak_timeout: args.leak_timeout.unwrap_or(DEFAULT_LEAK_TIMEOUT),
+            on_leftover: args.on_leftover.unwrap_or_default(),
         })
     }
 
@@ -126,6 +132,7 @@ impl Run {
         let mut builder = Guard::builder()
             .sink(stop.clone())
             .sink(ProcessSink::new())
+            .sink(EscapedSignals)
             .sink(VerdictLines {
                 console: Arc::clone(&console),
                 profile: self.profile.clone(),
@@ -162,6 +169,10 @@ impl Run {
             }
         };
 
+        // R8.6: orphans of the command's tree come to us, not to init.
+        if let Err(e) = reaper::become_subreaper() {
+            tracing::warn!(error = %e, "not a child subreaper: escaped processes go to init");
+        }
         let notify = NotifyPlace::create();
         let program = &self.command[0];
         let mut command = Command::new(program);
@@ -232,7 +243,15 @@ impl Run {
                 .ok()
         });
 
+        let _reaper = OrphanReaper::spawn(pid, Duration::from_millis(500));
         let (done_tx, done_rx) = mpsc::channel::<()>();
+        let inodes: std::collections::HashSet<u64> = [
+            child.stdout.as_ref().and_then(super::leaks::pipe_inode),
+            child.stderr.as_ref().and_then(super::leaks::pipe_inode),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
         let mut pumps = 0;
         if let Some(out) = child.stdout.take() {
             pumps += 1;
@@ -288,20 +307,21 @@ impl Run {
             }
         });
 
-        // R10.2: nothing the command started outlives it. Background
-        // children still in its process group get SIGTERM, then SIGKILL
-        // after the grace period, as a stalled command would.
-        stop_leftovers(pid, self.profile.grace_period, &console);
-
-        // Let the pumps finish the command's last bytes; grandchildren that
-        // keep the pipes open get a bounded wait, not a hang.
-        let drain_until = std::time::Instant::now() + DRAIN_AFTER_EXIT;
-        for _ in 0..pumps {
-            let left = drain_until.saturating_duration_since(std::time::Instant::now());
-            if done_rx.recv_timeout(left).is_err() {
-                break;
-            }
+        // R8.5, R8.6, R10.2: a bounded wait for the pipes, leaks named,
+        // then nothing the command started outlives it unless kept.
+        Aftermath {
+            done: done_rx,
+            pumps,
+            inodes,
+            leak_timeout: self.leak_timeout,
+            on_leftover: self.on_leftover,
+            pgid: pid,
+            grace: self.profile.grace_period,
+            stopped: stop.stopped(),
+            console: &console,
+            task: &task,
         }
+        .settle();
         console.clear_status();
 
         let code = match status {
@@ -352,29 +372,6 @@ fn sample_interval(p: &Profile) -> Duration {
         .min()
         .unwrap_or(Duration::from_secs(30));
     (shortest / 2).clamp(Duration::from_secs(1), Duration::from_secs(15))
-}
-
-/// Stops what is left of the command's process group after its leader
-/// exited: SIGTERM, up to `grace` for it to go, then SIGKILL, then up to
-/// 2 s to confirm, as the process sink does for a stalled command.
-fn stop_leftovers(pgid: u32, grace: Duration, console: &Console) {
-    use nix::sys::signal::Signal;
-    use stallguard::sinks::process::{group_members, wait_group_gone, KillOutcome};
-    if group_members(pgid).map_or(true, |m| m.is_empty()) {
-        return;
-    }
-    forward(pgid, Signal::SIGTERM);
-    if let KillOutcome::Confirmed { .. } = wait_group_gone(pgid, grace) {
-        return;
-    }
-    forward(pgid, Signal::SIGKILL);
-    if let KillOutcome::Unconfirmed { left } = wait_group_gone(pgid, Duration::from_secs(2)) {
-        let left: Vec<String> = left.iter().map(u32::to_string).collect();
-        console.line(&format!(
-            "stallguard: cleanup unconfirmed: processes {} of the command's group still run",
-            left.join(", ")
-        ));
-    }
 }
 
 /// Forwards a signal stallguard received to the command's process group.

@@ -145,6 +145,40 @@ impl ChildInfo {
     }
 }
 
+/// A process named by a `leaked` or `leftover` event (R8.5, R8.6): its pid
+/// and executable name, never its command line.
+///
+/// # Examples
+///
+/// ```
+/// use watchdog_core::ProcessName;
+/// let p = ProcessName { pid: 42, name: "tee".into() };
+/// assert_eq!(p.to_string(), "tee (pid 42)");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct ProcessName {
+    /// Process id.
+    pub pid: u32,
+    /// Executable name (`comm`).
+    pub name: String,
+}
+
+impl fmt::Display for ProcessName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (pid {})", self.name, self.pid)
+    }
+}
+
+/// What became of the processes left over after a command ended (R8.6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LeftoverAction {
+    /// They were sent SIGTERM, then SIGKILL after the grace period.
+    Killed,
+    /// They were left running (`on-leftover = "keep"`).
+    Kept,
+}
+
 /// Something the guard observed or decided about a task.
 ///
 /// # Examples
@@ -245,6 +279,29 @@ pub enum EventKind {
         /// The signal a process sink sends.
         signal: &'static str,
     },
+    /// An extension past `max-deadline` was refused (R2.9, R8.7).
+    ExtensionRefused {
+        /// The deadline the extension asked for, measured from the start.
+        #[serde(rename = "requested_ms", with = "ms")]
+        requested: Duration,
+        /// The most that is allowed (`max-deadline`).
+        #[serde(rename = "allowed_ms", with = "ms")]
+        allowed: Duration,
+    },
+    /// The command exited but these processes still held its stdout or
+    /// stderr after `leak-timeout` (R8.5).
+    Leaked {
+        /// The holders.
+        processes: Vec<ProcessName>,
+    },
+    /// The command exited and these processes of its tree were still
+    /// running (R8.6).
+    Leftover {
+        /// Whether they were stopped or kept.
+        action: LeftoverAction,
+        /// The processes.
+        processes: Vec<ProcessName>,
+    },
     /// The task settled; always its last event (R3.8).
     Finished {
         /// How it ended.
@@ -272,6 +329,9 @@ impl EventKind {
             EventKind::Triggered { .. } => "triggered",
             EventKind::Cancelling { .. } => "cancelling",
             EventKind::Killed { .. } => "killed",
+            EventKind::ExtensionRefused { .. } => "extension_refused",
+            EventKind::Leaked { .. } => "leaked",
+            EventKind::Leftover { .. } => "leftover",
             EventKind::Finished { .. } => "finished",
         }
     }

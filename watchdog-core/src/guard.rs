@@ -22,7 +22,7 @@ use crate::cell::CounterSlot;
 use crate::clock::{Clock, LaggingClock, ManualClock, MonotonicClock, Nanos};
 use crate::dispatch::Dispatcher;
 use crate::error::GuardError;
-use crate::event::{Outcome, TaskId};
+use crate::event::{EventKind, LeftoverAction, Outcome, ProcessName, TaskId};
 use crate::profile::Profile;
 use crate::signal::SignalKind;
 use crate::sink::Sink;
@@ -743,7 +743,7 @@ impl Recorder {
     /// `EXTEND_TIMEOUT_USEC` (R2.9). Returns the new deadline measured from
     /// the start; refused, not capped, past `max-deadline`.
     pub fn extend(&self, by: Duration) -> Result<Duration, GuardError> {
-        self.slow(|t, now, _| t.extend(now, by))
+        self.slow(|t, now, out| t.extend(now, by, out))
     }
 
     /// Reports the task's own fault: a cancel with `reason` (R2.10).
@@ -971,6 +971,51 @@ impl TaskHandle {
             .slow(|t, now, out| t.finish(now, outcome, exit_code, signal, out));
         self.finished.store(true, Ordering::Relaxed);
         r
+    }
+
+    /// Emits `leaked`: processes that still held the command's stdout or
+    /// stderr `leak-timeout` after it exited (R8.5). Call before `finish`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use watchdog_core::{Guard, ManualClock, Profile, ProcessName, RecordingSink};
+    /// let rec = RecordingSink::new();
+    /// let guard = Guard::builder().clock(ManualClock::new()).sink(rec.clone()).build();
+    /// let task = guard.start("job", Profile::default()).unwrap();
+    /// task.leaked(vec![ProcessName { pid: 7, name: "tee".into() }]).unwrap();
+    /// task.finish_completed();
+    /// assert_eq!(rec.types_for("job"), ["started", "leaked", "finished"]);
+    /// ```
+    pub fn leaked(&self, processes: Vec<ProcessName>) -> Result<(), GuardError> {
+        self.recorder
+            .slow(|t, now, out| t.report_processes(now, EventKind::Leaked { processes }, out))
+    }
+
+    /// Emits `leftover`: processes of the command's tree still running after
+    /// it ended, and whether they were stopped or kept (R8.6). Call before
+    /// `finish`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use watchdog_core::{Guard, LeftoverAction, ManualClock, Profile, ProcessName, RecordingSink};
+    /// let rec = RecordingSink::new();
+    /// let guard = Guard::builder().clock(ManualClock::new()).sink(rec.clone()).build();
+    /// let task = guard.start("job", Profile::default()).unwrap();
+    /// let daemon = ProcessName { pid: 7, name: "sleep".into() };
+    /// task.leftover(LeftoverAction::Killed, vec![daemon]).unwrap();
+    /// task.finish_completed();
+    /// assert_eq!(rec.types_for("job"), ["started", "leftover", "finished"]);
+    /// ```
+    pub fn leftover(
+        &self,
+        action: LeftoverAction,
+        processes: Vec<ProcessName>,
+    ) -> Result<(), GuardError> {
+        self.recorder.slow(|t, now, out| {
+            t.report_processes(now, EventKind::Leftover { action, processes }, out)
+        })
     }
 
     /// Settles the task as completed.

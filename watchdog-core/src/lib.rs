@@ -57,7 +57,8 @@ mod timers;
 pub use clock::{Clock, LaggingClock, ManualClock, MonotonicClock, Nanos};
 pub use error::GuardError;
 pub use event::{
-    Action, ActionKind, Budget, ChildInfo, Event, EventKind, Outcome, ProcState, TaskId,
+    Action, ActionKind, Budget, ChildInfo, Event, EventKind, LeftoverAction, Outcome, ProcState,
+    ProcessName, TaskId,
 };
 pub use guard::{Guard, GuardBuilder, OutputCounter, Recorder, TaskHandle};
 pub use profile::{Profile, ProfileError};

@@ -560,6 +560,21 @@ impl Task<'_> {
         Ok(())
     }
 
+    /// R8.5, R8.6: names processes the runner found after the command
+    /// ended (`leaked` or `leftover`); refused once the task finished.
+    pub(crate) fn report_processes(
+        &mut self,
+        e: Nanos,
+        kind: EventKind,
+        out: &mut Out<'_>,
+    ) -> Result<(), GuardError> {
+        if self.life == Life::Finished {
+            return Err(GuardError::Finished(self.name.to_string()));
+        }
+        self.emit(out, e, kind);
+        Ok(())
+    }
+
     /// The next instant anything about this task can come due.
     pub(crate) fn next_due(&self) -> Option<Nanos> {
         let min = |a: Option<Nanos>, b: Option<Nanos>| match (a, b) {
@@ -683,7 +698,14 @@ impl Task<'_> {
     }
 
     /// R2.9: move the deadline to at least `e + by`, within `max-deadline`.
-    pub(crate) fn extend(&mut self, e: Nanos, by: Duration) -> Result<Duration, GuardError> {
+    /// A refusal is an `extension_refused` event as well as an error, so
+    /// the user learns why the deadline did not move (R8.7).
+    pub(crate) fn extend(
+        &mut self,
+        e: Nanos,
+        by: Duration,
+        out: &mut Out<'_>,
+    ) -> Result<Duration, GuardError> {
         if self.is_settling() {
             return Err(self.settling_error());
         }
@@ -698,6 +720,14 @@ impl Task<'_> {
             .saturating_sub(self.paused_total());
         if let Some(max) = self.profile.max_deadline {
             if total > max {
+                self.emit(
+                    out,
+                    e,
+                    EventKind::ExtensionRefused {
+                        requested: total,
+                        allowed: max,
+                    },
+                );
                 return Err(GuardError::ExtensionRefused {
                     task: self.name.to_string(),
                     requested: total,

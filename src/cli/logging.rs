@@ -1,0 +1,36 @@
+//! Nothing silent (R8.7): stallguard's own `tracing` output goes to stderr.
+//! At the default verbosity only errors show (what changes the outcome has
+//! its own plain line); `-v` adds what the engine, sources and sinks count
+//! or refuse (warnings and info: a failing sink, coalesced heartbeats), and
+//! `-vv` every step (debug: each malformed datagram). `RUST_LOG`, when set,
+//! wins over both, with the usual `tracing-subscriber` directive syntax.
+
+use tracing_subscriber::EnvFilter;
+
+/// Installs the stderr subscriber for verbosity `verbose` (the count of
+/// `-v`). A second call, or a `RUST_LOG` that does not parse, leaves a
+/// working default rather than failing the run.
+pub(crate) fn init(verbose: u8) {
+    let level = match verbose {
+        0 => "error",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .and_then(|v| match EnvFilter::try_new(&v) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                eprintln!("stallguard: RUST_LOG={v} ignored: {e}");
+                None
+            }
+        })
+        .unwrap_or_else(|| EnvFilter::new(level));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(false)
+        .try_init();
+}

@@ -1,0 +1,341 @@
+//! Nothing escapes (R8.6): stallguard makes itself the child subreaper, so a
+//! descendant that leaves the command's process group (`setsid`, a double
+//! fork) is re-parented to stallguard instead of init. Its tree is then
+//! stallguard's own tree in `/proc`: cancel and kill reach it, and after the
+//! command ends what is left is stopped (or kept) and named.
+//!
+//! Zombies of re-parented orphans are reaped here by pid, never with
+//! `waitpid(-1)`, so the command's own status stays for the thread that
+//! waits for it.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, killpg, Signal};
+use nix::sys::wait::{waitpid, WaitPidFlag};
+use nix::unistd::{getpgrp, getpid, Pid};
+use stallguard::{Action, ActionKind, Delivery, ProcessName, Sink, SinkError};
+
+/// How often [`stop_all`] looks again while it waits for processes to go.
+const POLL: Duration = Duration::from_millis(20);
+
+/// Makes this process the child subreaper (Linux `PR_SET_CHILD_SUBREAPER`).
+///
+/// Elsewhere, or when the kernel refuses, escaped descendants go to init as
+/// before; the error says why.
+pub(crate) fn become_subreaper() -> Result<(), String> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: prctl with PR_SET_CHILD_SUBREAPER reads only its integer
+        // arguments and touches no memory of ours.
+        let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error().to_string())
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Err("child subreapers are Linux-only".into())
+    }
+}
+
+/// One line of `/proc/[pid]/stat`, the fields this module needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Proc {
+    pub(crate) pid: u32,
+    pub(crate) name: String,
+    pub(crate) zombie: bool,
+    pub(crate) ppid: u32,
+    pub(crate) pgid: u32,
+}
+
+impl Proc {
+    /// Parses `pid (comm) S ppid pgrp ...`; `None` for a line that is not
+    /// that shape. The name ends at the last `)`, as it may hold one.
+    pub(crate) fn parse(line: &str) -> Option<Proc> {
+        let open = line.find('(')?;
+        let close = line.rfind(')')?;
+        let pid = line.get(..open)?.trim().parse().ok()?;
+        let name = line.get(open + 1..close)?.to_owned();
+        let mut rest = line.get(close + 1..)?.split_ascii_whitespace();
+        let state = rest.next()?;
+        let ppid = rest.next()?.parse().ok()?;
+        let pgid = rest.next()?.parse().ok()?;
+        Some(Proc {
+            pid,
+            name,
+            zombie: state == "Z" || state == "X",
+            ppid,
+            pgid,
+        })
+    }
+
+    fn named(&self) -> ProcessName {
+        ProcessName {
+            pid: self.pid,
+            name: self.name.clone(),
+        }
+    }
+}
+
+/// Reads every process's stat line; processes that vanish meanwhile are
+/// left out.
+fn table() -> Vec<Proc> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| {
+        let e = e.ok()?;
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let line = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        Proc::parse(&line)
+    })
+    .collect()
+}
+
+/// The descendants of `root` in `table`, eldest generation first.
+pub(crate) fn descendants_in(table: &[Proc], root: u32) -> Vec<Proc> {
+    let mut kids: HashMap<u32, Vec<&Proc>> = HashMap::new();
+    for p in table {
+        if p.pid != p.ppid {
+            kids.entry(p.ppid).or_default().push(p);
+        }
+    }
+    let mut out: Vec<Proc> = Vec::new();
+    let mut next = vec![root];
+    let mut seen = std::collections::HashSet::from([root]);
+    while let Some(pid) = next.pop() {
+        for &c in kids.get(&pid).into_iter().flatten() {
+            if seen.insert(c.pid) {
+                out.push(c.clone());
+                next.push(c.pid);
+            }
+        }
+    }
+    out
+}
+
+/// Every live process below stallguard (the command's tree and whatever
+/// escaped it), leaving out `except` (the command, while its status is
+/// still to be collected).
+pub(crate) fn our_tree(except: Option<u32>) -> Vec<Proc> {
+    let me = getpid().as_raw() as u32;
+    descendants_in(&table(), me)
+        .into_iter()
+        .filter(|p| Some(p.pid) != except)
+        .collect()
+}
+
+/// Reaps the zombies among stallguard's own children, by pid, leaving
+/// `except` alone (its status belongs to the thread waiting for it).
+pub(crate) fn reap_orphans(except: Option<u32>) {
+    let me = getpid().as_raw() as u32;
+    for p in table() {
+        if p.ppid == me && p.zombie && Some(p.pid) != except {
+            let _ = waitpid(Pid::from_raw(p.pid as i32), Some(WaitPidFlag::WNOHANG));
+        }
+    }
+}
+
+/// Sends `sig` to each process and to each process group led by one of
+/// them (an escaped session's group), never to stallguard's own group.
+fn signal_all(procs: &[Proc], sig: Signal) {
+    let ours = getpgrp().as_raw() as u32;
+    let leaders: std::collections::HashSet<u32> = procs.iter().map(|p| p.pid).collect();
+    for p in procs {
+        if p.pgid != ours && p.pgid > 1 && leaders.contains(&p.pgid) {
+            let _ = killpg(Pid::from_raw(p.pgid as i32), sig);
+        }
+        if p.pid > 1 {
+            let _ = kill(Pid::from_raw(p.pid as i32), sig);
+        }
+    }
+}
+
+/// Stops every live process below stallguard: SIGTERM, up to `grace` for
+/// them to go, then SIGKILL and up to `confirm` more. Reaps as it waits.
+/// Returns the processes still alive at the end (none, normally).
+pub(crate) fn stop_all(grace: Duration, confirm: Duration) -> Vec<ProcessName> {
+    let live = |t: &[Proc]| t.iter().filter(|p| !p.zombie).cloned().collect::<Vec<_>>();
+    let left = live(&our_tree(None));
+    if left.is_empty() {
+        reap_orphans(None);
+        return Vec::new();
+    }
+    signal_all(&left, Signal::SIGTERM);
+    let left = wait_gone(grace);
+    if left.is_empty() {
+        return Vec::new();
+    }
+    signal_all(&left, Signal::SIGKILL);
+    wait_gone(confirm).iter().map(Proc::named).collect()
+}
+
+/// Stops what is left of the command's own process group when its members
+/// are not below stallguard (no subreaper): SIGTERM, `grace`, SIGKILL,
+/// `confirm`. A group with no member is never signalled, since its id may
+/// then be reused.
+pub(crate) fn stop_group(pgid: u32, grace: Duration, confirm: Duration) {
+    use stallguard::sinks::process::{group_members, wait_group_gone, KillOutcome};
+    if group_members(pgid).map_or(true, |m| m.is_empty()) {
+        return;
+    }
+    let _ = killpg(Pid::from_raw(pgid as i32), Signal::SIGTERM);
+    if let KillOutcome::Confirmed { .. } = wait_group_gone(pgid, grace) {
+        return;
+    }
+    let _ = killpg(Pid::from_raw(pgid as i32), Signal::SIGKILL);
+    if let KillOutcome::Unconfirmed { left } = wait_group_gone(pgid, confirm) {
+        tracing::error!(
+            pgid,
+            ?left,
+            "cleanup unconfirmed: the command's group still runs"
+        );
+    }
+}
+
+/// Waits up to `bound` for stallguard to have no live descendant, reaping
+/// zombies meanwhile; returns what is still alive.
+pub(crate) fn wait_gone(bound: Duration) -> Vec<Proc> {
+    let until = Instant::now() + bound;
+    loop {
+        reap_orphans(None);
+        let left: Vec<Proc> = our_tree(None).into_iter().filter(|p| !p.zombie).collect();
+        if left.is_empty() || Instant::now() >= until {
+            return left;
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// Names the live processes below stallguard after the command was reaped.
+pub(crate) fn leftovers() -> Vec<ProcessName> {
+    our_tree(None)
+        .iter()
+        .filter(|p| !p.zombie)
+        .map(Proc::named)
+        .collect()
+}
+
+/// Carries cancel and kill past the command's process group (R8.6): each
+/// process below stallguard that is outside that group, and each escaped
+/// session's group, gets the same signal the process sink sends the group.
+///
+/// The command's group is the action's pid: the task's process is spawned
+/// as its group's leader.
+#[derive(Debug)]
+pub(crate) struct EscapedSignals;
+
+impl Sink for EscapedSignals {
+    fn on_event(&self, _: &stallguard::Event) -> Result<(), SinkError> {
+        Ok(())
+    }
+
+    fn on_action(&self, action: &Action) -> Result<(), SinkError> {
+        let sig = match action.kind {
+            ActionKind::Cancel { .. } => Signal::SIGTERM,
+            ActionKind::Kill => Signal::SIGKILL,
+            _ => return Ok(()),
+        };
+        let Some(pgid) = action.pid else {
+            return Ok(());
+        };
+        let escaped: Vec<Proc> = our_tree(None)
+            .into_iter()
+            .filter(|p| p.pgid != pgid && !p.zombie)
+            .collect();
+        if !escaped.is_empty() {
+            tracing::info!(
+                signal = sig.as_str(),
+                pids = ?escaped.iter().map(|p| p.pid).collect::<Vec<_>>(),
+                "signalling processes that left the command's group"
+            );
+        }
+        signal_all(&escaped, sig);
+        Ok(())
+    }
+
+    fn delivery(&self) -> Delivery {
+        Delivery::Isolated
+    }
+
+    fn name(&self) -> &str {
+        "escaped-signals"
+    }
+}
+
+/// Reaps re-parented orphans every `every` on a thread of its own until
+/// dropped, so none stays a zombie while the command runs (R8.6).
+pub(crate) struct OrphanReaper {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+}
+
+impl OrphanReaper {
+    /// Starts reaping, leaving `command` (the pid another thread waits on)
+    /// alone.
+    pub(crate) fn spawn(command: u32, every: Duration) -> OrphanReaper {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let _ = std::thread::Builder::new()
+            .name("stallguard-reap".into())
+            .spawn(move || loop {
+                reap_orphans(Some(command));
+                if !matches!(
+                    rx.recv_timeout(every),
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+                ) {
+                    return;
+                }
+            });
+        OrphanReaper { stop: Some(tx) }
+    }
+}
+
+impl Drop for OrphanReaper {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_line_with_parens_in_the_name_parses() {
+        let p = Proc::parse("42 (a (b) c) S 7 42 42 0 -1").unwrap();
+        assert_eq!(
+            (p.pid, p.name.as_str(), p.ppid, p.pgid),
+            (42, "a (b) c", 7, 42)
+        );
+        assert!(!p.zombie);
+        assert!(Proc::parse("42 (x) Z 1 2").unwrap().zombie);
+        assert_eq!(Proc::parse("42 (trunc"), None);
+        assert_eq!(Proc::parse("x (y) S 1 2"), None);
+    }
+
+    #[test]
+    fn descendants_follow_parents_and_survive_cycles() {
+        let p = |pid, ppid| Proc {
+            pid,
+            name: "p".into(),
+            zombie: false,
+            ppid,
+            pgid: pid,
+        };
+        let t = [
+            p(10, 1),
+            p(11, 10),
+            p(12, 11),
+            p(13, 1),
+            p(14, 14),
+            p(15, 16),
+            p(16, 15),
+        ];
+        let mut d: Vec<u32> = descendants_in(&t, 10).iter().map(|p| p.pid).collect();
+        d.sort_unstable();
+        assert_eq!(d, [11, 12]);
+        assert!(descendants_in(&t, 15).iter().any(|p| p.pid == 16));
+    }
+}

@@ -1,0 +1,421 @@
+//! Nothing escapes, nothing silent (R8.5, R8.6, R8.7), on the real binary
+//! with real processes: a `setsid` daemon, a double fork, a `tee` behind
+//! bash process substitution, a fifo writer. Each test learns the pids it
+//! checks from files the command writes (never by name), and afterwards
+//! checks that none of them is left running. Every wait is bounded.
+
+use std::path::Path;
+use std::process::{Child, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+mod common;
+use common::{events, stallguard, types};
+
+/// Generous bound for a run that should take a few seconds.
+const BOUND: Duration = Duration::from_secs(30);
+
+/// Waits for `child` with a bound, killing it if the bound passes: a hang
+/// fails the test instead of stalling the suite.
+fn wait_bounded(mut child: Child) -> Output {
+    let start = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if start.elapsed() > BOUND {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "stallguard did not exit within {BOUND:?}; stderr: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        // A real process is being waited on.
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn run(dir: &Path, args: &[&str]) -> Output {
+    let child = stallguard(dir)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_bounded(child)
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The pid the command wrote to `file` in `dir`.
+fn pid_in(dir: &Path, file: &str) -> u32 {
+    let text = std::fs::read_to_string(dir.join(file))
+        .unwrap_or_else(|e| panic!("the command did not write {file}: {e}"));
+    text.trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("{file} holds {text:?}: {e}"))
+}
+
+/// True while `pid` is a live (not zombie) process.
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+            !state.starts_with('Z') && !state.starts_with('X')
+        }
+        Err(_) => false,
+    }
+}
+
+/// Asserts `pid` is gone, allowing init a bounded moment to reap it; kills
+/// it if not, so a failing test leaves nothing behind either.
+fn assert_gone(pid: u32, what: &str) {
+    let until = Instant::now() + Duration::from_secs(5);
+    while alive(pid) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if alive(pid) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+        panic!("{what} (pid {pid}) outlived stallguard");
+    }
+}
+
+/// The processes an event names, as (pid, name).
+fn named(event: &Value) -> Vec<(u64, String)> {
+    event["processes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no processes in {event}"))
+        .iter()
+        .map(|p| {
+            (
+                p["pid"].as_u64().unwrap(),
+                p["name"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn event<'a>(events: &'a [Value], ty: &str) -> &'a Value {
+    events
+        .iter()
+        .find(|e| e["type"] == ty)
+        .unwrap_or_else(|| panic!("no {ty} event in {:?}", types(events)))
+}
+
+/// Waits inside the command until `file` exists and is not empty.
+fn await_file(file: &str) -> String {
+    format!("while [ ! -s {file} ]; do sleep 0.02; done")
+}
+
+// R8.5, R8.6: a `setsid` daemon keeps the command's stdout open after it
+// exits. stallguard waits leak-timeout, names it as leaked (stderr and the
+// `leaked` event), stops it as a leftover, and exits with the command's own
+// status.
+#[test]
+fn setsid_daemon_holding_stdout_is_named_leaked_stopped_and_status_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let ev = dir.path().join("events.jsonl");
+    let script = "setsid sleep 60 & echo $! > daemon.pid; echo started; exit 3";
+    let out = run(
+        dir.path(),
+        &[
+            "run",
+            "--events",
+            ev.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
+    );
+    let daemon = pid_in(dir.path(), "daemon.pid");
+    assert_gone(daemon, "the setsid daemon");
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "started\n");
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("still held open by sleep (pid {daemon})")),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "stopping what the command left running: sleep (pid {daemon})"
+        )),
+        "{err}"
+    );
+    let evs = events(&ev);
+    assert_eq!(
+        named(event(&evs, "leaked")),
+        [(u64::from(daemon), "sleep".into())]
+    );
+    let leftover = event(&evs, "leftover");
+    assert_eq!(leftover["action"], "killed");
+    assert!(named(leftover).contains(&(u64::from(daemon), "sleep".into())));
+    let t = types(&evs);
+    assert_eq!(t.last().map(String::as_str), Some("finished"), "{t:?}");
+    assert_eq!(evs.last().unwrap()["exit_code"], 3);
+}
+
+// R8.6: a double-forked worker in a session of its own is silent; the stall
+// cancels the command and the SIGTERM reaches the escaped worker too, not
+// only the command's group. `on-leftover = keep` proves it was the cancel,
+// not the cleanup afterwards, that stopped it.
+#[test]
+fn cancel_reaches_a_double_forked_worker_in_its_own_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let ev = dir.path().join("events.jsonl");
+    let script = format!(
+        "(setsid sh -c 'echo $$ > worker.pid; exec sleep 60' > /dev/null 2>&1 &); {}; exec sleep 60",
+        await_file("worker.pid")
+    );
+    let out = run(
+        dir.path(),
+        &[
+            "run",
+            "--idle",
+            "1s",
+            "--grace",
+            "1s",
+            "--on-leftover",
+            "keep",
+            "--events",
+            ev.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    let worker = pid_in(dir.path(), "worker.pid");
+    assert_gone(worker, "the double-forked worker");
+    assert_eq!(out.status.code(), Some(124), "{}", stderr(&out));
+    let t = types(&events(&ev));
+    assert!(t.contains(&"stalled".to_owned()), "{t:?}");
+    assert!(!t.contains(&"leftover".to_owned()), "{t:?}");
+}
+
+// R8.6: what the command leaves behind in another session, holding no pipe
+// of ours, is still stopped after it ends (`on-leftover = kill`, the
+// default), named on stderr and in `leftover`; its zombie is reaped by us.
+#[test]
+fn escaped_leftover_without_our_pipes_is_stopped_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let ev = dir.path().join("events.jsonl");
+    let script = format!(
+        "(setsid sh -c 'echo $$ > worker.pid; exec sleep 60' > /dev/null 2>&1 &); {}",
+        await_file("worker.pid")
+    );
+    let out = run(
+        dir.path(),
+        &[
+            "run",
+            "--events",
+            ev.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    let worker = pid_in(dir.path(), "worker.pid");
+    assert_gone(worker, "the escaped worker");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let evs = events(&ev);
+    assert!(!types(&evs).contains(&"leaked".to_owned()));
+    let leftover = event(&evs, "leftover");
+    assert_eq!(leftover["action"], "killed");
+    assert_eq!(named(leftover), [(u64::from(worker), "sleep".into())]);
+    assert!(stderr(&out).contains(&format!("sleep (pid {worker})")));
+}
+
+// R8.6: `on-leftover = keep` leaves the escaped process running but names
+// it; the test stops it itself.
+#[test]
+fn on_leftover_keep_names_and_leaves_the_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let ev = dir.path().join("events.jsonl");
+    let script = format!(
+        "(setsid sh -c 'echo $$ > worker.pid; exec sleep 60' > /dev/null 2>&1 &); {}",
+        await_file("worker.pid")
+    );
+    let out = run(
+        dir.path(),
+        &[
+            "run",
+            "--on-leftover",
+            "keep",
+            "--events",
+            ev.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    let worker = pid_in(dir.path(), "worker.pid");
+    let still = alive(worker);
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(worker as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    assert!(still, "keep must leave pid {worker} running");
+    assert_gone(worker, "the kept worker");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let leftover = event(&events(&ev), "leftover").clone();
+    assert_eq!(leftover["action"], "kept");
+    assert_eq!(named(&leftover), [(u64::from(worker), "sleep".into())]);
+    assert!(stderr(&out).contains("on-leftover = keep"));
+}
+
+// R8.5: a `tee` behind bash process substitution holds our stdout while a
+// background job keeps its input open; the output still passes through, the
+// tee is named as leaked, and both it and the job are stopped.
+#[test]
+fn tee_behind_process_substitution_is_leaked_and_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let ev = dir.path().join("events.jsonl");
+    let script = "exec > >(exec tee log.txt); echo $! > tee.pid; \
+                  (exec sleep 60) & echo $! > job.pid; echo hello";
+    let out = run(
+        dir.path(),
+        &[
+            "run",
+            "--leak-timeout",
+            "500ms",
+            "--events",
+            ev.to_str().unwrap(),
+            "--",
+            "bash",
+            "-c",
+            script,
+        ],
+    );
+    let tee = pid_in(dir.path(), "tee.pid");
+    let job = pid_in(dir.path(), "job.pid");
+    assert_gone(tee, "tee");
+    assert_gone(job, "the background job");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hello\n");
+    let evs = events(&ev);
+    assert!(named(event(&evs, "leaked")).contains(&(u64::from(tee), "tee".into())));
+    let left: Vec<u64> = named(event(&evs, "leftover")).iter().map(|p| p.0).collect();
+    assert!(
+        left.contains(&u64::from(tee)) && left.contains(&u64::from(job)),
+        "{left:?}"
+    );
+}
+
+// R8.5, R8.6: a writer blocked opening a fifo nobody reads, in a session of
+// its own and holding our stderr, neither hangs stallguard nor survives it.
+#[test]
+fn fifo_writer_blocked_in_open_is_leaked_and_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let ev = dir.path().join("events.jsonl");
+    let script = format!(
+        "mkfifo f; setsid sh -c 'echo $$ > writer.pid; exec echo data > f' > /dev/null & {}",
+        await_file("writer.pid")
+    );
+    let out = run(
+        dir.path(),
+        &[
+            "run",
+            "--events",
+            ev.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    let writer = pid_in(dir.path(), "writer.pid");
+    assert_gone(writer, "the fifo writer");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let evs = events(&ev);
+    assert!(named(event(&evs, "leaked"))
+        .iter()
+        .any(|p| p.0 == u64::from(writer)));
+    assert!(named(event(&evs, "leftover"))
+        .iter()
+        .any(|p| p.0 == u64::from(writer)));
+}
+
+// R8.7, R2.9: an EXTEND_TIMEOUT_USEC past max-deadline is refused out loud:
+// one stderr line at the default verbosity and an `extension_refused` event
+// with the requested and the allowed deadline.
+#[test]
+fn refused_extension_is_a_line_and_an_event() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("stallguard.toml"),
+        "[defaults]\ndeadline = \"30s\"\nmax-deadline = \"40s\"\n",
+    )
+    .unwrap();
+    let ev = dir.path().join("events.jsonl");
+    let script = "import os, socket\n\
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\n\
+        s.sendto(b'EXTEND_TIMEOUT_USEC=3600000000', os.environ['NOTIFY_SOCKET'])\n\
+        s.sendto(b'READY=1', os.environ['NOTIFY_SOCKET'])\n\
+        import time; time.sleep(0.5)\n";
+    let out = run(
+        dir.path(),
+        &[
+            "run",
+            "--events",
+            ev.to_str().unwrap(),
+            "--",
+            "python3",
+            "-c",
+            script,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("extension refused"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].contains("max-deadline 40s"), "{err}");
+    let evs = events(&ev);
+    let refused = event(&evs, "extension_refused");
+    assert_eq!(refused["allowed_ms"], 40_000);
+    assert!(
+        refused["requested_ms"].as_u64().unwrap() >= 3_600_000,
+        "{refused}"
+    );
+}
+
+// R8.7: -v installs a tracing subscriber on stderr; the refusal the notify
+// source logs as a warning shows there, and not without -v.
+#[test]
+fn dash_v_shows_what_sources_log() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("stallguard.toml"),
+        "[defaults]\ndeadline = \"30s\"\nmax-deadline = \"40s\"\n",
+    )
+    .unwrap();
+    let script = "import os, socket, time\n\
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\n\
+        s.sendto(b'EXTEND_TIMEOUT_USEC=3600000000', os.environ['NOTIFY_SOCKET'])\n\
+        time.sleep(0.5)\n";
+    let quiet = run(dir.path(), &["run", "--", "python3", "-c", script]);
+    let loud = run(dir.path(), &["run", "-v", "--", "python3", "-c", script]);
+    assert!(
+        !stderr(&quiet).contains("EXTEND_TIMEOUT_USEC refused"),
+        "{}",
+        stderr(&quiet)
+    );
+    assert!(
+        stderr(&loud).contains("EXTEND_TIMEOUT_USEC refused"),
+        "{}",
+        stderr(&loud)
+    );
+}
