@@ -419,3 +419,23 @@ fn dash_v_shows_what_sources_log() {
         stderr(&loud)
     );
 }
+
+// R8.7: malformed sd_notify datagrams are counted and the count shows under
+// -v at the end of the run.
+#[test]
+fn malformed_datagram_count_shows_under_dash_v() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = "import os, socket, time\n\
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\n\
+        for d in [b'\\xff\\xfe', b'', b'WATCHDOG', b'WATCHDOG=1']:\n    s.sendto(d, os.environ['NOTIFY_SOCKET'])\n\
+        time.sleep(0.5)\n";
+    let out = run(dir.path(), &["run", "-v", "--", "python3", "-c", script]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    let line = err
+        .lines()
+        .find(|l| l.contains("malformed datagrams ignored"))
+        .unwrap_or_else(|| panic!("no malformed count under -v: {err}"));
+    assert!(line.contains("datagrams=4"), "{line}");
+    assert!(line.contains("malformed=3"), "{line}");
+}

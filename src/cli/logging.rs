@@ -34,3 +34,34 @@ pub(crate) fn init(verbose: u8) {
         .with_target(false)
         .try_init();
 }
+
+/// Logs what the notify socket counted over the run (R8.7): at info (`-v`)
+/// as a summary, at warn when some datagrams were malformed, so a client
+/// that speaks the protocol wrong is seen under `-v`.
+pub(crate) fn notify_summary(socket: Option<&stallguard::sources::notify::NotifySocket>) {
+    let Some(stats) = socket.map(|s| s.stats()) else {
+        return;
+    };
+    let m = stats.malformed;
+    if m.total() > 0 {
+        tracing::warn!(
+            datagrams = stats.datagrams,
+            malformed = m.total(),
+            not_text = m.not_text,
+            oversize = m.oversize,
+            empty = m.empty,
+            no_assignment = m.no_assignment,
+            bad_value = m.bad_value,
+            control_truncated = m.control_truncated,
+            "notify socket: malformed datagrams ignored"
+        );
+    } else if stats.datagrams > 0 {
+        tracing::info!(
+            datagrams = stats.datagrams,
+            heartbeats = stats.heartbeats,
+            extensions = stats.extensions,
+            extensions_refused = stats.extensions_refused,
+            "notify socket: datagrams received"
+        );
+    }
+}

@@ -322,6 +322,7 @@ impl Run {
             task: &task,
         }
         .settle();
+        super::logging::notify_summary(_notify_socket.as_ref());
         console.clear_status();
 
         let code = match status {
