@@ -439,3 +439,69 @@ fn malformed_datagram_count_shows_under_dash_v() {
     assert!(line.contains("datagrams=4"), "{line}");
     assert!(line.contains("malformed=3"), "{line}");
 }
+
+// R8.5, R8.6, R7.2: `leak-timeout` and `on-leftover` are config keys too
+// (flags override them); a wrong value is refused with file, line and what
+// was expected, and the command never starts.
+#[test]
+fn leftover_and_leak_keys_come_from_the_config_and_bad_values_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("stallguard.toml"),
+        "[defaults]\nleak-timeout = \"200ms\"\non-leftover = \"keep\"\n",
+    )
+    .unwrap();
+    let ev = dir.path().join("events.jsonl");
+    let script = format!(
+        "(setsid sh -c 'echo $$ > worker.pid; exec sleep 60' > /dev/null 2>&1 &); {}",
+        await_file("worker.pid")
+    );
+    let out = run(
+        dir.path(),
+        &[
+            "run",
+            "--events",
+            ev.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    let worker = pid_in(dir.path(), "worker.pid");
+    let kept = alive(worker);
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(worker as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    assert_gone(worker, "the kept worker");
+    assert!(
+        kept,
+        "on-leftover = \"keep\" from the config was not applied"
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(event(&events(&ev), "leftover")["action"], "kept");
+
+    let check = run(dir.path(), &["check"]);
+    let text = String::from_utf8_lossy(&check.stdout);
+    assert!(
+        text.contains("leak-timeout") && text.contains("200ms"),
+        "{text}"
+    );
+    assert!(
+        text.contains("on-leftover") && text.contains("keep"),
+        "{text}"
+    );
+
+    std::fs::write(
+        dir.path().join("stallguard.toml"),
+        "[defaults]\non-leftover = \"maybe\"\n",
+    )
+    .unwrap();
+    let bad = run(dir.path(), &["run", "--", "sh", "-c", "touch ran"]);
+    assert_eq!(bad.status.code(), Some(125));
+    let err = stderr(&bad);
+    assert!(err.contains("stallguard.toml:2"), "{err}");
+    assert!(err.contains("on-leftover") && err.contains("keep"), "{err}");
+    assert!(!dir.path().join("ran").exists());
+}

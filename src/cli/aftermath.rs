@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use stallguard::{LeftoverAction, TaskHandle};
 
-use super::args::OnLeftover;
 use super::console::Console;
 use super::{leaks, reaper};
+use stallguard::config::OnLeftover;
 
 /// How long SIGKILL gets to be confirmed, as the process sink's default.
 const CONFIRM: Duration = Duration::from_secs(2);

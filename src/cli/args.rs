@@ -115,13 +115,15 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "FORMAT", value_parser = super::stream::format)]
     pub(crate) stream: Option<super::stream::StreamFlag>,
     /// After the command exits, how long to wait for processes that still
-    /// hold its stdout/stderr before naming them as leaked [default: 1s].
+    /// hold its stdout/stderr before naming them as leaked [default: 1s,
+    /// or the config's `leak-timeout`].
     #[arg(long, value_name = "D", value_parser = duration)]
     pub(crate) leak_timeout: Option<Duration>,
 
     /// What to do with processes of the command's tree still running after
     /// it ends: "kill" (SIGTERM, then SIGKILL after --grace) or "keep"
-    /// [default: kill]. Either way they are named.
+    /// [default: kill, or the config's `on-leftover`]. Either way they are
+    /// named.
     #[arg(long, value_name = "WHAT")]
     pub(crate) on_leftover: Option<OnLeftover>,
 
@@ -138,6 +140,15 @@ pub(crate) enum OnLeftover {
     Kill,
     /// Leave them running.
     Keep,
+}
+
+impl From<OnLeftover> for stallguard::config::OnLeftover {
+    fn from(o: OnLeftover) -> Self {
+        match o {
+            OnLeftover::Kill => stallguard::config::OnLeftover::Kill,
+            OnLeftover::Keep => stallguard::config::OnLeftover::Keep,
+        }
+    }
 }
 
 /// Options shared by `list` and `describe`.

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use stallguard::config::{Config, ConfigError, DEFAULTS_NAME};
+use stallguard::config::{Config, ConfigError, RunOptions, DEFAULTS_NAME};
 use stallguard::Profile;
 
 /// The config file `run` and `check` read when none is named.
@@ -27,16 +27,16 @@ pub(crate) fn run(file: Option<PathBuf>) -> u8 {
             return super::EXIT_ERROR;
         }
     };
-    let mut columns: Vec<(String, Profile)> = Vec::new();
+    let mut columns: Vec<(String, Profile, RunOptions)> = Vec::new();
     let mut streams = Vec::new();
     let names = std::iter::once(None).chain(config.profile_names().into_iter().map(Some));
     for name in names {
         match config
             .profile(name)
-            .and_then(|p| Ok((p, config.stream(name)?)))
+            .and_then(|p| Ok((p, config.stream(name)?, config.run_options(name)?)))
         {
-            Ok((p, stream)) => {
-                columns.push((name.unwrap_or(DEFAULTS_NAME).to_owned(), p));
+            Ok((p, stream, r)) => {
+                columns.push((name.unwrap_or(DEFAULTS_NAME).to_owned(), p, r));
                 streams.push(stream);
             }
             Err(e) => {
@@ -59,19 +59,19 @@ pub(crate) fn run(file: Option<PathBuf>) -> u8 {
 /// Renders profiles as a table: one row per key, one column per profile;
 /// `streams` holds each column's `stream` format (R5.10), not a budget.
 pub(crate) fn table(
-    columns: &[(String, Profile)],
+    columns: &[(String, Profile, RunOptions)],
     streams: &[Option<stallguard::sources::agent::Format>],
 ) -> String {
     let rows: Vec<(&str, Vec<String>)> = Config::keys()
         .iter()
         .map(|key| {
-            let cells = columns.iter().enumerate().map(|(i, (_, p))| match *key {
+            let cells = columns.iter().enumerate().map(|(i, (_, p, r))| match *key {
                 "stream" => streams
                     .get(i)
                     .copied()
                     .flatten()
                     .map_or_else(|| "none".into(), |f| f.to_string()),
-                _ => value(p, key),
+                _ => value(p, r, key),
             });
             (*key, cells.collect())
         })
@@ -80,7 +80,7 @@ pub(crate) fn table(
     let widths: Vec<usize> = columns
         .iter()
         .enumerate()
-        .map(|(i, (name, _))| {
+        .map(|(i, (name, _, _))| {
             rows.iter()
                 .map(|(_, vals)| vals[i].len())
                 .chain([name.len()])
@@ -97,7 +97,7 @@ pub(crate) fn table(
         out.push_str(l.trim_end());
         out.push('\n');
     };
-    line("", &mut columns.iter().map(|(n, _)| n.clone()));
+    line("", &mut columns.iter().map(|(n, _, _)| n.clone()));
     for (key, vals) in rows {
         line(key, &mut vals.into_iter());
     }
@@ -106,7 +106,7 @@ pub(crate) fn table(
 
 /// Renders one key of an effective profile as a person reads it, saying
 /// what "off" falls back to where it falls back.
-fn value(p: &Profile, key: &str) -> String {
+fn value(p: &Profile, r: &RunOptions, key: &str) -> String {
     let d = |v: Option<std::time::Duration>| match v {
         Some(d) => humantime::format_duration(d).to_string(),
         None => "off".into(),
@@ -136,6 +136,8 @@ fn value(p: &Profile, key: &str) -> String {
         "heartbeat-interval" => d(p.heartbeat_interval),
         "long-running-after" => d(p.long_running_after),
         "notify-only" => p.notify_only.to_string(),
+        "leak-timeout" => d(Some(r.leak_timeout)),
+        "on-leftover" => r.on_leftover.as_str().into(),
         _ => String::new(),
     }
 }

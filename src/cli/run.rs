@@ -17,6 +17,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
+use stallguard::config::OnLeftover;
 use stallguard::sinks::control::ControlServer;
 use stallguard::sinks::jsonl::JsonLinesSink;
 use stallguard::sinks::process::ProcessSink;
@@ -26,16 +27,13 @@ use stallguard::sources::procs::ProcessSampler;
 use stallguard::{Guard, Outcome, Profile, Recorder, Sink};
 
 use super::aftermath::Aftermath;
-use super::args::{OnLeftover, RunArgs};
+use super::args::RunArgs;
 use super::console::{Console, Stream};
 use super::reaper::{self, EscapedSignals, OrphanReaper};
 use super::report::{status_line, StopFlag, VerdictLines};
 use super::stream::Tap;
 use super::{check, EXIT_ERROR, EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_STOPPED};
 
-/// How long to wait for the command's pipes after it exited, for
-/// processes that still hold them open (R8.5; nextest waits as long).
-const DEFAULT_LEAK_TIMEOUT: Duration = Duration::from_secs(1);
 /// How long isolated sinks (the events file) get to catch up before exit.
 const FLUSH_BOUND: Duration = Duration::from_secs(5);
 
@@ -76,6 +74,9 @@ impl Run {
                 .stream(args.profile.as_deref())
                 .map_err(|e| e.to_string())?,
         );
+        let options = config
+            .run_options(args.profile.as_deref())
+            .map_err(|e| e.to_string())?;
         // Flags override the config (R8.1).
         if let Some(b) = args.idle {
             profile.idle = b.0;
@@ -121,8 +122,10 @@ impl Run {
             socket: args.socket,
             status_line,
             stream,
-            leak_timeout: args.leak_timeout.unwrap_or(DEFAULT_LEAK_TIMEOUT),
-            on_leftover: args.on_leftover.unwrap_or_default(),
+            leak_timeout: args.leak_timeout.unwrap_or(options.leak_timeout),
+            on_leftover: args
+                .on_leftover
+                .map_or(options.on_leftover, OnLeftover::from),
         })
     }
 

@@ -180,6 +180,20 @@ impl Config {
             .flatten())
     }
 
+    /// Returns the effective run options of profile `name` (`None` for
+    /// `[defaults]`), merged as [`Config::profile`] merges budgets.
+    pub fn run_options(&self, name: Option<&str>) -> Result<RunOptions, ConfigError> {
+        // The same lookup, so an unknown name is the same error.
+        self.profile(name)?;
+        let mut r = RunOptions::default();
+        builtin_raw().apply_run(&mut r);
+        self.defaults.apply_run(&mut r);
+        if let Some(table) = name.and_then(|n| self.profiles.get(n)) {
+            table.apply_run(&mut r);
+        }
+        Ok(r)
+    }
+
     /// Returns the names of the `[profile.NAME]` tables, sorted.
     pub fn profile_names(&self) -> Vec<&str> {
         self.profiles.keys().map(String::as_str).collect()
@@ -194,6 +208,70 @@ impl Config {
         let mut p = builtin().clone();
         self.defaults.apply(&mut p);
         p
+    }
+}
+
+/// What `stallguard run` does once the command has exited (R8.5, R8.6):
+/// the `leak-timeout` and `on-leftover` keys of a profile table.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use stallguard::config::{Config, OnLeftover, RunOptions};
+///
+/// let text = "[defaults]\nleak-timeout = \"3s\"\n[profile.dev]\non-leftover = \"keep\"\n";
+/// let config = Config::from_str(text, "stallguard.toml").unwrap();
+/// let dev = config.run_options(Some("dev")).unwrap();
+/// assert_eq!(dev.leak_timeout, Duration::from_secs(3));
+/// assert_eq!(dev.on_leftover, OnLeftover::Keep);
+/// assert_eq!(RunOptions::default().leak_timeout, Duration::from_secs(1));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunOptions {
+    /// How long to wait for processes that still hold the command's stdout
+    /// or stderr after it exited before naming them (`leaked`); 1 s.
+    pub leak_timeout: std::time::Duration,
+    /// What to do with the command's tree left running after it ended.
+    pub on_leftover: OnLeftover,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            leak_timeout: std::time::Duration::from_secs(1),
+            on_leftover: OnLeftover::Kill,
+        }
+    }
+}
+
+/// What `run` does with processes of the command's tree still running after
+/// it ended (R8.6); they are named either way.
+///
+/// # Examples
+///
+/// ```
+/// use stallguard::config::OnLeftover;
+/// assert_eq!(OnLeftover::default(), OnLeftover::Kill);
+/// assert_eq!(OnLeftover::Keep.as_str(), "keep");
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnLeftover {
+    /// SIGTERM, then SIGKILL after the grace period (the default).
+    #[default]
+    Kill,
+    /// Leave them running.
+    Keep,
+}
+
+impl OnLeftover {
+    /// Returns the value as written in a config (`kill`, `keep`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            OnLeftover::Kill => "kill",
+            OnLeftover::Keep => "keep",
+        }
     }
 }
 
@@ -233,6 +311,17 @@ pub fn builtin() -> &'static Profile {
         let mut p = Profile::default();
         raw.defaults.apply(&mut p);
         p
+    })
+}
+
+/// The `[defaults]` table of [`DEFAULT_TOML`], for keys that are not part of
+/// a [`Profile`] (the run options).
+fn builtin_raw() -> &'static RawProfile {
+    static RAW: OnceLock<RawProfile> = OnceLock::new();
+    RAW.get_or_init(|| {
+        parse(DEFAULT_TOML, "stallguard.default.toml")
+            .unwrap_or_else(|e| panic!("the embedded default config is broken: {e}"))
+            .defaults
     })
 }
 

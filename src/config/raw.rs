@@ -9,6 +9,7 @@ use toml::Spanned;
 use watchdog_core::Profile;
 
 use super::elements::{RenewedBy, Span, StreamKey, Strikes, Switch};
+use super::{OnLeftover, RunOptions};
 
 /// The top-level tables a config file may hold.
 pub(crate) const TOP_KEYS: &[&str] = &["defaults", "profile"];
@@ -28,6 +29,8 @@ pub(crate) const PROFILE_KEYS: &[&str] = &[
     "long-running-after",
     "notify-only",
     "stream",
+    "leak-timeout",
+    "on-leftover",
 ];
 
 /// A whole config file.
@@ -57,6 +60,8 @@ pub(crate) struct RawProfile {
     long_running_after: Option<Spanned<Switch>>,
     notify_only: Option<Spanned<bool>>,
     stream: Option<Spanned<StreamKey>>,
+    leak_timeout: Option<Spanned<Span>>,
+    on_leftover: Option<Spanned<OnLeftover>>,
 }
 
 impl RawProfile {
@@ -90,6 +95,16 @@ impl RawProfile {
         self.stream.as_ref().map(|s| s.get_ref().0)
     }
 
+    /// Overrides the run options (R8.5, R8.6) with every key this table sets.
+    pub(crate) fn apply_run(&self, r: &mut RunOptions) {
+        if let Some(v) = &self.leak_timeout {
+            r.leak_timeout = v.get_ref().0;
+        }
+        if let Some(v) = &self.on_leftover {
+            r.on_leftover = *v.get_ref();
+        }
+    }
+
     /// Returns where this table sets `key` (kebab-case), if it does.
     pub(crate) fn span_of(&self, key: &str) -> Option<Range<usize>> {
         fn sp<T>(v: &Option<Spanned<T>>) -> Option<Range<usize>> {
@@ -109,6 +124,8 @@ impl RawProfile {
             "long-running-after" => sp(&self.long_running_after),
             "notify-only" => sp(&self.notify_only),
             "stream" => sp(&self.stream),
+            "leak-timeout" => sp(&self.leak_timeout),
+            "on-leftover" => sp(&self.on_leftover),
             _ => None,
         }
     }
