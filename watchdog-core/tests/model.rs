@@ -318,7 +318,10 @@ impl Model {
             Op::Extend(_, d) => {
                 if let (false, Some(cur)) = (self.settling(), self.deadline) {
                     let wanted = cur.max(self.active + d);
-                    if self.spec.max_deadline.is_none_or(|m| wanted <= m) && wanted > cur {
+                    // R8.7: a refusal is an event, not only an error.
+                    if self.spec.max_deadline.is_some_and(|m| wanted > m) {
+                        self.push("extension_refused", t, String::new());
+                    } else if wanted > cur {
                         self.deadline = Some(wanted);
                         self.deadline_fired = false;
                     }

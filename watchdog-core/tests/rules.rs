@@ -350,8 +350,22 @@ fn extend_moves_the_deadline_within_its_bound() {
         err.to_string().contains("past max-deadline 1m 40s"),
         "{err}"
     );
+    // R8.7: the refusal is also an event, with what was asked and allowed.
+    let refused: Vec<_> = rec
+        .events()
+        .into_iter()
+        .filter(|e| e.kind.type_name() == "extension_refused")
+        .collect();
+    assert_eq!(refused.len(), 1);
+    assert_eq!(
+        refused[0].kind,
+        EventKind::ExtensionRefused {
+            requested: secs(101),
+            allowed: secs(100)
+        }
+    );
     guard.advance(secs(39));
-    assert_eq!(rec.types_for("e"), ["started"]);
+    assert_eq!(rec.types_for("e"), ["started", "extension_refused"]);
     guard.advance(secs(1));
     assert_eq!(elapsed_of(&rec, "e", "deadline_exceeded"), [secs(90)]);
 
