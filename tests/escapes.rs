@@ -505,3 +505,49 @@ fn leftover_and_leak_keys_come_from_the_config_and_bad_values_are_named() {
     assert!(err.contains("on-leftover") && err.contains("keep"), "{err}");
     assert!(!dir.path().join("ran").exists());
 }
+
+// R8.6, R5.5: a silent worker that escaped the command's group is sampled
+// (stallguard is its parent now) and named among the stall's suspects, on
+// stderr and in the `stalled` event's children.
+#[test]
+fn a_stall_names_an_escaped_silent_worker_among_the_suspects() {
+    let dir = tempfile::tempdir().unwrap();
+    let ev = dir.path().join("events.jsonl");
+    let script = format!(
+        "(setsid sh -c 'echo $$ > worker.pid; exec sleep 60' > /dev/null 2>&1 &); {}; exec sleep 60",
+        await_file("worker.pid")
+    );
+    let out = run(
+        dir.path(),
+        &[
+            "run",
+            "--idle",
+            "3s",
+            "--grace",
+            "1s",
+            "--events",
+            ev.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    let worker = pid_in(dir.path(), "worker.pid");
+    assert_gone(worker, "the escaped worker");
+    assert_eq!(out.status.code(), Some(124), "{}", stderr(&out));
+    let evs = events(&ev);
+    let stalled = event(&evs, "stalled");
+    let children = stalled["children"].as_array().unwrap();
+    assert!(
+        children
+            .iter()
+            .any(|c| c["pid"] == u64::from(worker) && c["name"] == "sleep"),
+        "{stalled}"
+    );
+    assert!(
+        stderr(&out).contains(&format!("sleep[{worker}]")),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -9,12 +9,16 @@
 //! waits for it.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag};
 use nix::unistd::{getpgrp, getpid, Pid};
-use stallguard::{Action, ActionKind, Delivery, ProcessName, Sink, SinkError};
+use stallguard::sources::procs::{ProcessSampler, SampledChildren};
+use stallguard::{
+    Action, ActionKind, ChildInfo, ChildProbe, Delivery, ProcessName, Recorder, Sink, SinkError,
+};
 
 /// How often [`stop_all`] looks again while it waits for processes to go.
 const POLL: Duration = Duration::from_millis(20);
@@ -263,6 +267,56 @@ impl Sink for EscapedSignals {
 
     fn name(&self) -> &str {
         "escaped-signals"
+    }
+}
+
+/// The command's sampled tree plus what escaped it (R8.6, R5.5): a second
+/// sampler, rooted at stallguard, sees the processes re-parented to us; the
+/// ones outside the command's tree are added to its children, so a stall
+/// names an escaped silent worker among the suspects. Both views are
+/// cached by their samplers: reading them costs no `/proc` walk.
+#[derive(Debug)]
+pub(crate) struct WithEscaped {
+    command: u32,
+    tree: Arc<SampledChildren>,
+    ours: ProcessSampler,
+}
+
+impl WithEscaped {
+    /// Samples below stallguard every `interval` and makes the merged view
+    /// the task's child probe; `None` (the command's tree alone stays) when
+    /// the sampler cannot start.
+    pub(crate) fn attach(
+        command: u32,
+        tree: Arc<SampledChildren>,
+        interval: Duration,
+        recorder: &Recorder,
+    ) -> Option<Arc<WithEscaped>> {
+        // No recorder: stallguard's own CPU is not the command's progress.
+        let ours = ProcessSampler::spawn(std::process::id(), interval, None).ok()?;
+        let merged = Arc::new(WithEscaped {
+            command,
+            tree,
+            ours,
+        });
+        recorder.set_children_probe(Arc::clone(&merged) as Arc<dyn ChildProbe>);
+        Some(merged)
+    }
+}
+
+impl ChildProbe for WithEscaped {
+    fn children(&self) -> Option<Vec<ChildInfo>> {
+        let tree = self.tree.children();
+        let Some(all) = self.ours.children() else {
+            return tree;
+        };
+        let mut out = tree.unwrap_or_default();
+        let known: std::collections::HashSet<u32> = out.iter().map(|c| c.pid).collect();
+        out.extend(
+            all.into_iter()
+                .filter(|c| c.pid != self.command && !known.contains(&c.pid)),
+        );
+        Some(out)
     }
 }
 

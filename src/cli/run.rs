@@ -29,7 +29,7 @@ use stallguard::{Guard, Outcome, Profile, Recorder, Sink};
 use super::aftermath::Aftermath;
 use super::args::RunArgs;
 use super::console::{Console, Stream};
-use super::reaper::{self, EscapedSignals, OrphanReaper};
+use super::reaper::{self, EscapedSignals, OrphanReaper, WithEscaped};
 use super::report::{status_line, StopFlag, VerdictLines};
 use super::stream::Tap;
 use super::{check, EXIT_ERROR, EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_STOPPED};
@@ -240,6 +240,10 @@ impl Run {
             ProcessSampler::spawn(pid, sample_interval(&self.profile), Some(task.recorder()))
                 .map_err(|e| console.line(&format!("stallguard: no process sampling: {e}")))
                 .ok();
+        // R8.6: escaped descendants are named among the suspects too.
+        let _escaped = _sampler
+            .as_ref()
+            .and_then(|s| WithEscaped::attach(pid, s.probe(), s.interval(), &task.recorder()));
         let _control = self.socket.as_ref().and_then(|path| {
             ControlServer::bind(path, guard.clone())
                 .map_err(|e| console.line(&format!("stallguard: no control socket: {e}")))
