@@ -551,3 +551,32 @@ fn a_stall_names_an_escaped_silent_worker_among_the_suspects() {
         stderr(&out)
     );
 }
+
+// R8.7: an events file that cannot be written (a full disk: /dev/full) is
+// said once on stderr at the default verbosity; the command still runs and
+// its status is kept; -v shows every failure.
+#[test]
+fn a_failing_events_sink_is_said_once_out_loud() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "run",
+        "--events",
+        "/dev/full",
+        "--",
+        "sh",
+        "-c",
+        "echo hi; exit 5",
+    ];
+    let out = run(dir.path(), &args);
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hi\n");
+    let err = stderr(&out);
+    assert_eq!(err.matches("events are being lost").count(), 1, "{err}");
+    assert!(err.contains("No space left on device"), "{err}");
+    let loud = run(dir.path(), &[&["-v"][..], &args].concat());
+    assert!(
+        stderr(&loud).matches("sink failed").count() >= 2,
+        "{}",
+        stderr(&loud)
+    );
+}

@@ -8,6 +8,7 @@ pub(crate) mod console;
 pub(crate) mod control;
 pub(crate) mod leaks;
 pub(crate) mod logging;
+pub(crate) mod loud;
 pub(crate) mod reaper;
 pub(crate) mod report;
 pub(crate) mod run;

@@ -141,7 +141,11 @@ impl Run {
                 profile: self.profile.clone(),
             });
         if let Some(events) = self.events {
-            builder = builder.sink(events);
+            // R8.7: a failing events file is said once, out loud.
+            builder = builder.sink(super::loud::LoudOnFailure::new(
+                events,
+                Arc::clone(&console),
+            ));
         }
         let guard = builder.build();
 
