@@ -580,3 +580,45 @@ fn a_failing_events_sink_is_said_once_out_loud() {
         stderr(&loud)
     );
 }
+
+// R8.7: malformed sd_notify datagrams are counted on the task, so
+// `describe` shows them (by reason) while the command runs.
+#[test]
+fn describe_shows_malformed_datagram_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("sg.sock");
+    let script = "import os, socket, time\n\
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\n\
+        for d in [b'WATCHDOG', b'WATCHDOG=2', b'WATCHDOG=2']:\n    s.sendto(d, os.environ['NOTIFY_SOCKET'])\n\
+        open('sent', 'w').close()\n\
+        while not os.path.exists('stop'): time.sleep(0.05)\n";
+    let child = stallguard(dir.path())
+        .args(["run", "--idle", "1m", "--socket", sock.to_str().unwrap()])
+        .args(["--", "python3", "-c", script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let text = loop {
+        let out = run(
+            dir.path(),
+            &["describe", "--socket", sock.to_str().unwrap()],
+        );
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        if dir.path().join("sent").exists() && text.contains("notify_bad_value 2") {
+            break text;
+        }
+        if start.elapsed() > BOUND {
+            std::fs::write(dir.path().join("stop"), "").unwrap();
+            panic!("describe never showed the counts: {text}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    std::fs::write(dir.path().join("stop"), "").unwrap();
+    let out = wait_bounded(child);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let line = text.lines().find(|l| l.contains("refused")).unwrap();
+    assert!(line.contains("notify_no_assignment 1"), "{line}");
+    assert!(line.contains("notify_bad_value 2"), "{line}");
+}

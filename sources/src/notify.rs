@@ -105,6 +105,28 @@ pub enum Malformed {
     ControlTruncated,
 }
 
+impl Malformed {
+    /// Returns the reason as the task's status counts it (`refused`, shown
+    /// by `describe`): `notify_` and the reason in snake case (R8.7).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stallguard_sources::notify::Malformed;
+    /// assert_eq!(Malformed::BadValue.status_key(), "notify_bad_value");
+    /// ```
+    pub const fn status_key(self) -> &'static str {
+        match self {
+            Malformed::NotText => "notify_not_text",
+            Malformed::Oversize => "notify_oversize",
+            Malformed::Empty => "notify_empty",
+            Malformed::NoAssignment => "notify_no_assignment",
+            Malformed::BadValue => "notify_bad_value",
+            Malformed::ControlTruncated => "notify_control_truncated",
+        }
+    }
+}
+
 impl Notification {
     /// Parses one datagram into its assignments, one result per non-empty
     /// line; a datagram that is not text or holds nothing is refused whole.
@@ -656,7 +678,7 @@ fn receive_one(
         ..NotifyStats::default()
     };
     if flags.contains(MsgFlags::MSG_CTRUNC) {
-        tally.malformed.count(Malformed::ControlTruncated);
+        refuse(recorder, &mut tally, Malformed::ControlTruncated);
         tracing::error!("notify socket: passed descriptors were truncated");
     }
     let parsed = if flags.contains(MsgFlags::MSG_TRUNC) {
@@ -671,14 +693,14 @@ fn receive_one(
                     Ok(n) => apply(n, recorder, &mut tally),
                     Err(reason) => {
                         tracing::debug!(%reason, "notify socket: malformed assignment ignored");
-                        tally.malformed.count(reason);
+                        refuse(recorder, &mut tally, reason);
                     }
                 }
             }
         }
         Err(reason) => {
             tracing::debug!(%reason, bytes, "notify socket: malformed datagram ignored");
-            tally.malformed.count(reason);
+            refuse(recorder, &mut tally, reason);
         }
     }
     // Closed only now, after the assignments took effect: a client released
@@ -690,6 +712,13 @@ fn receive_one(
     merge(&mut stats, &tally);
     drop(stats);
     shared.changed.notify_all();
+}
+
+/// Counts a malformed datagram or line in the socket's stats and on the
+/// task, where `describe` shows it (R8.7).
+fn refuse(recorder: &Recorder, tally: &mut NotifyStats, reason: Malformed) {
+    tally.malformed.count(reason);
+    recorder.refused(reason.status_key());
 }
 
 fn apply(n: Notification, recorder: &Recorder, tally: &mut NotifyStats) {

@@ -22,7 +22,7 @@ Exit status of `run`: the command's own; 124 when stallguard stopped it;
 not found; 128+N when the command died of signal N.")]
 pub(crate) struct Cli {
     /// More of stallguard's own diagnostics on stderr: -v for what sources
-    /// and sinks count or refuse, -vv for every step. RUST_LOG overrides.
+    /// and sinks count or refuse (debug), -vv for trace. RUST_LOG overrides.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub(crate) verbose: u8,
 

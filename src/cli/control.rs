@@ -159,6 +159,17 @@ pub(crate) fn details(t: &Value) -> String {
             );
         }
     }
+    // R8.7, R4.2: what the task's sources turned away (malformed sd_notify
+    // datagrams, refused stream events), by reason.
+    if let Some(refused) = t.get("refused").and_then(Value::as_object) {
+        if !refused.is_empty() {
+            let counts: Vec<String> = refused
+                .iter()
+                .map(|(reason, n)| format!("{reason} {}", text(n)))
+                .collect();
+            field("refused", counts.join(", "));
+        }
+    }
     match t.get("children").and_then(Value::as_array) {
         Some(children) => {
             for c in children {

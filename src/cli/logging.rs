@@ -1,9 +1,10 @@
 //! Nothing silent (R8.7): stallguard's own `tracing` output goes to stderr.
 //! At the default verbosity only errors show (what changes the outcome has
 //! its own plain line); `-v` adds what the engine, sources and sinks count
-//! or refuse (warnings and info: a failing sink, coalesced heartbeats), and
-//! `-vv` every step (debug: each malformed datagram). `RUST_LOG`, when set,
-//! wins over both, with the usual `tracing-subscriber` directive syntax.
+//! or refuse (warnings, info and debug: a failing sink, coalesced
+//! heartbeats, each malformed datagram or refused stream event), and `-vv`
+//! trace. `RUST_LOG`, when set, wins over both, with the usual
+//! `tracing-subscriber` directive syntax.
 
 use tracing_subscriber::EnvFilter;
 
@@ -13,8 +14,8 @@ use tracing_subscriber::EnvFilter;
 pub(crate) fn init(verbose: u8) {
     let level = match verbose {
         0 => "error",
-        1 => "info",
-        _ => "debug",
+        1 => "debug",
+        _ => "trace",
     };
     let filter = std::env::var("RUST_LOG")
         .ok()
