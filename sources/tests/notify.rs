@@ -300,9 +300,15 @@ fn extend_timeout_moves_the_deadline_and_refusals_are_counted() {
     );
     assert_eq!(socket.stats().extensions_refused, 1);
     guard.advance(Duration::from_secs(20));
+    // R8.7: the refusal is an event as well as a count.
     assert_eq!(
         rec.types_for("extends"),
-        ["started", "deadline_exceeded", "cancelling"],
+        [
+            "started",
+            "extension_refused",
+            "deadline_exceeded",
+            "cancelling"
+        ],
         "at {:?}",
         guard.now()
     );
