@@ -1,0 +1,110 @@
+//! Tests that kill surviving mutants of `background.rs` and `tools.rs`
+//! named in issue 14 (R10.4): each pins a behaviour a mutant changed
+//! without any other test noticing.
+
+use stallguard_sources::background::{BackgroundError, BackgroundRecord, MAX_ID, MAX_PER_OWNER};
+use stallguard_sources::tools::{ToolCallError, ToolCallFeed, MAX_CALL_ID};
+use watchdog_core::{BackgroundKind, CallOutcome, Guard, ManualClock, Profile, TaskHandle};
+
+fn owner() -> (Guard, TaskHandle) {
+    let guard = Guard::builder().clock(ManualClock::new()).build();
+    let task = guard.start("turn", Profile::default()).unwrap();
+    (guard, task)
+}
+
+/// An id whose byte `limit` falls inside a two-byte character: one ASCII
+/// byte, then `é` (2 bytes) repeated past the limit.
+fn id_cut_mid_char(limit: usize) -> String {
+    let mut id = String::from("a");
+    while id.len() <= limit + 8 {
+        id.push('é');
+    }
+    id
+}
+
+// R5.6: `has_unnamed` says whether a task past the cap runs unnamed, and a
+// complete inventory within the cap clears it (kills `has_unnamed -> bool`).
+#[test]
+fn has_unnamed_follows_the_cap_and_the_inventory() {
+    let (_guard, task) = owner();
+    let mut bg = BackgroundRecord::new(task.recorder());
+    assert!(!bg.has_unnamed());
+    for i in 0..MAX_PER_OWNER {
+        bg.launch(
+            &format!("bg_{i}"),
+            &format!("call_{i}"),
+            BackgroundKind::Command,
+        )
+        .unwrap();
+    }
+    assert!(!bg.has_unnamed(), "at the cap, every task is named");
+    let over = bg.launch("bg_over", "call_over", BackgroundKind::Command);
+    assert_eq!(over, Err(BackgroundError::Full("bg_over".into())));
+    assert!(bg.has_unnamed());
+    assert!(!bg.is_empty());
+    assert!(bg.inventory([("bg_0", BackgroundKind::Command)]).is_empty());
+    assert!(!bg.has_unnamed(), "a complete inventory clears the mark");
+}
+
+// R6.5-style hygiene: an unknown id in an error is cut to MAX_ID bytes, on
+// a character boundary, never past it and never panicking mid-character
+// (kills the mutants of the cut's bound and its boundary walk).
+#[test]
+fn unknown_background_ids_are_cut_on_a_char_boundary() {
+    let (_guard, task) = owner();
+    let mut bg = BackgroundRecord::new(task.recorder());
+    let long = id_cut_mid_char(MAX_ID);
+    let Err(BackgroundError::UnknownTask(shown)) = bg.kill_result(&long) else {
+        panic!("an unknown id must be refused");
+    };
+    assert_eq!(
+        shown.len(),
+        MAX_ID - 1,
+        "cut back to the boundary below {MAX_ID}"
+    );
+    assert!(long.starts_with(&shown));
+
+    let ascii = "b".repeat(MAX_ID + 10);
+    let Err(BackgroundError::UnknownTask(shown)) = bg.kill_result(&ascii) else {
+        panic!("an unknown id must be refused");
+    };
+    assert_eq!(shown.len(), MAX_ID);
+
+    let short = "bg_short";
+    assert_eq!(
+        bg.kill_result(short),
+        Err(BackgroundError::UnknownTask(short.into()))
+    );
+
+    bg.launch("bg_1", "call_1", BackgroundKind::Command)
+        .unwrap();
+    let wrong = "c".repeat(MAX_ID + 1);
+    let Err(BackgroundError::LaunchMismatch { task: t, launch }) = bg.end("bg_1", &wrong) else {
+        panic!("a wrong launch id must be refused");
+    };
+    assert_eq!((t.as_str(), launch.len()), ("bg_1", MAX_ID));
+}
+
+// R5.3: a finish for an unknown call names it cut to MAX_CALL_ID bytes on a
+// character boundary (kills the mutants of `truncated`).
+#[test]
+fn unknown_call_ids_are_cut_on_a_char_boundary() {
+    let (_guard, task) = owner();
+    let feed = ToolCallFeed::new(task.recorder());
+    let long = id_cut_mid_char(MAX_CALL_ID);
+    let Err(ToolCallError::UnknownCall(shown)) = feed.finished(&long, CallOutcome::Success) else {
+        panic!("an unknown call must be refused");
+    };
+    assert_eq!(shown.len(), MAX_CALL_ID - 1);
+    assert!(long.starts_with(&shown));
+
+    let ascii = "d".repeat(MAX_CALL_ID + 3);
+    let Err(ToolCallError::UnknownCall(shown)) = feed.finished(&ascii, CallOutcome::Success) else {
+        panic!("an unknown call must be refused");
+    };
+    assert_eq!(shown.len(), MAX_CALL_ID);
+    assert_eq!(
+        feed.finished("toolu_9", CallOutcome::Success),
+        Err(ToolCallError::UnknownCall("toolu_9".into()))
+    );
+}
