@@ -1,0 +1,147 @@
+/** A duration: a humantime string (`'90s'`, `'1m 30s'`) or a number of milliseconds. */
+export type Duration = string | number;
+
+/** A signal kind of R5 (the names of the TOML `renewed-by` key). */
+export type SignalKind =
+  | 'argument-delta'
+  | 'output'
+  | 'tool-call'
+  | 'progress'
+  | 'heartbeat'
+  | 'cpu'
+  | 'custom';
+
+/** A task's budgets and escalation settings (SPEC §2, §3); omitted keys keep the defaults. */
+export interface TaskOptions {
+  /** R2.1: longest silence with no tool call in flight; `null` turns it off. Default `'300s'`. */
+  idle?: Duration | null;
+  /** R2.2: longest silence while a tool call is in flight; the budget is max(execution, idle). */
+  execution?: Duration | null;
+  /** R2.3: longest silence before the first progress signal. */
+  startup?: Duration | null;
+  /** R2.4: total time from the start, never renewed. */
+  deadline?: Duration | null;
+  /** R2.9: the furthest the deadline may be extended, from the start. */
+  maxDeadline?: Duration | null;
+  /** R2.5: longest gap between heartbeats, armed by the first. */
+  liveness?: Duration | null;
+  /** R3.7: outbound heartbeat cadence; `null` disables heartbeats. Default `'10s'`. */
+  heartbeatInterval?: Duration | null;
+  /** R3.6: when to emit the one `long_running` event. */
+  longRunningAfter?: Duration | null;
+  /** R3.2: the strike that cancels; 0 means notify only. Default 1. */
+  terminateAfter?: number;
+  /** R3.5: time between the cancel and the kill action. Default `'10s'`. */
+  gracePeriod?: Duration;
+  /** R3.4: deadline and liveness verdicts notify instead of cancelling. */
+  notifyOnly?: boolean;
+  /** R2.6: the signal kinds that renew the silence budgets. */
+  renewedBy?: SignalKind[];
+}
+
+/** An R8.3 event object, as the JSON-lines sink writes it. */
+export interface StallguardEvent {
+  type:
+    | 'started'
+    | 'stalled'
+    | 'recovered'
+    | 'cancelling'
+    | 'killed'
+    | 'heartbeat'
+    | 'long_running'
+    | 'finished'
+    | string;
+  /** The task's name. */
+  task: string;
+  /** Wall time, RFC 3339 with milliseconds (a label only, R2.7). */
+  at: string;
+  /** Milliseconds since the task started. */
+  elapsed_ms: number;
+  [field: string]: unknown;
+}
+
+/** An R4.2 status snapshot. */
+export interface TaskStatus {
+  name: string;
+  id: number;
+  state: string;
+  paused: boolean;
+  started_at: string;
+  elapsed_ms: number;
+  strikes: number;
+  stall_count: number;
+  total_bytes: number;
+  total_lines: number;
+  budgets: Array<{ budget: string; [field: string]: unknown }>;
+  [field: string]: unknown;
+}
+
+/** What a fed stream event did: renewed the task, moved the tracker, or nothing. */
+export type Step = 'renewed' | 'tracked' | 'ignored';
+
+/** An adapter for a provider's streamed tool-call arguments (R5.2). */
+export interface ArgumentStream {
+  /** Feeds one SSE `data:` payload; throws an Error with the reason when the event is refused. */
+  feed(data: string): Step;
+  /** Ends the turn: the next message starts a new generation. */
+  turnEnd(): void;
+}
+
+/** One watched task. */
+export interface Task {
+  /** The task's engine id. */
+  readonly id: number;
+  /** Aborted with a `StallError` when the guard cancels the task (R3.2). */
+  readonly signal: AbortSignal;
+  /** An accepted streamed tool-argument delta: renews the task (R5.2). */
+  argumentDelta(): void;
+  /** Output written: renews the task (R5.1). */
+  output(bytes: number, lines?: number): void;
+  /** The worker is alive: liveness, not progress (R5.4). */
+  heartbeat(): void;
+  /** A progress value; true when it rose and renewed the task (R5.8). */
+  progress(value: number): boolean;
+  /** A tool call started: the execution budget applies (R2.2). */
+  toolStarted(id: string, name: string): void;
+  /** A tool call ended. */
+  toolFinished(id: string, outcome: 'success' | 'failure'): void;
+  /** Anthropic Messages stream events. */
+  anthropicStream(): ArgumentStream;
+  /** OpenAI Chat Completions stream chunks. */
+  openaiStream(): ArgumentStream;
+  /** The R4.2 snapshot, or null once finished. */
+  status(): TaskStatus | null;
+  /** Settles the task; `finished` is its last event (R3.8). */
+  finish(outcome?: 'completed' | 'failed' | 'cancelled'): void;
+}
+
+export interface GuardOptions {
+  /** `'real'` (the default) or `'manual'` (virtual time, moved by `advance`). */
+  clock?: 'manual' | 'real';
+  /** Receives every event on the JS thread, in order, `finished` last for each task. */
+  onEvent?: (event: StallguardEvent) => void;
+}
+
+/** The watchdog engine. */
+export class Guard {
+  constructor(options?: GuardOptions);
+  /** Starts a task; names are unique among live tasks. Throws a TypeError naming a bad option. */
+  start(name: string, options?: TaskOptions): Task;
+  /** Moves a manual clock forward and takes every verdict that came due. */
+  advance(ms: Duration): void;
+  /** The live task's R4.2 snapshot, or null. */
+  status(name: string): TaskStatus | null;
+  /** Every live task's snapshot, by start order. */
+  statuses(): TaskStatus[];
+  /** Resolves when every event emitted so far has reached onEvent. */
+  flush(): Promise<void>;
+}
+
+/** The error a task's signal is aborted with. */
+export class StallError extends Error {
+  readonly task: string;
+  readonly reason: string;
+}
+
+/** Does nothing: the baseline of the `argumentDelta()` bench. */
+export function noop(): void;

@@ -1,0 +1,106 @@
+// The stallguard engine for Node (R11.1). Everything that decides anything
+// is the native engine; this file only turns its event lines into objects
+// for `onEvent`, aborts each task's AbortSignal on its cancel action, and
+// lets `flush()` wait for the events already on their way.
+'use strict';
+
+const native = require('./stallguard.node');
+
+const GUARD = Symbol('stallguard.guard');
+
+/** The error a task's `signal` is aborted with when the guard cancels it. */
+class StallError extends Error {
+  constructor(task, reason) {
+    super(`stallguard cancelled task "${task}": ${reason}`);
+    this.name = 'StallError';
+    this.task = task;
+    this.reason = reason;
+  }
+}
+
+class Guard {
+  #native;
+  #onEvent;
+  #delivered = 0;
+  #waiters = [];
+  #tasks = new Map(); // task id -> { name, controller }
+
+  constructor(options = {}) {
+    if (options === null || typeof options !== 'object') {
+      throw new TypeError(`options: expected an object, got ${options}`);
+    }
+    const { clock, onEvent } = options;
+    if (onEvent !== undefined && typeof onEvent !== 'function') {
+      throw new TypeError(`onEvent: expected a function, got ${typeof onEvent}`);
+    }
+    this.#onEvent = onEvent;
+    // The native side holds this callback; a WeakRef keeps that from
+    // pinning the guard (each live task pins it instead).
+    const self = new WeakRef(this);
+    this.#native = new native.NativeGuard(clock, ([kind, id, payload]) => {
+      self.deref()?.#receive(kind, id, payload);
+    });
+  }
+
+  #receive(kind, id, payload) {
+    try {
+      if (kind === 'cancel') {
+        const t = this.#tasks.get(id);
+        if (t) t.controller.abort(new StallError(t.name, payload));
+        return;
+      }
+      const event = JSON.parse(payload);
+      if (event.type === 'finished') this.#tasks.delete(id);
+      if (this.#onEvent) this.#onEvent(event);
+    } finally {
+      this.#delivered += 1;
+      if (this.#waiters.length) {
+        this.#waiters = this.#waiters.filter((w) => {
+          if (this.#delivered < w.target) return true;
+          w.resolve();
+          return false;
+        });
+      }
+    }
+  }
+
+  start(name, options) {
+    const task = this.#native.start(name, options);
+    const controller = new AbortController();
+    this.#tasks.set(task.id, { name, controller });
+    Object.defineProperty(task, 'signal', { value: controller.signal, enumerable: true });
+    Object.defineProperty(task, GUARD, { value: this });
+    return task;
+  }
+
+  advance(ms) {
+    this.#native.advance(ms);
+  }
+
+  status(name) {
+    return this.#native.status(name) ?? null;
+  }
+
+  statuses() {
+    return this.#native.statuses();
+  }
+
+  flush() {
+    const target = this.#native.posted();
+    if (this.#delivered >= target) return Promise.resolve();
+    return new Promise((resolve) => {
+      // The event channel does not hold the process open by itself; this
+      // timer does, until the events reach onEvent.
+      const keep = setInterval(() => {}, 1 << 30);
+      this.#waiters.push({
+        target,
+        resolve: () => {
+          clearInterval(keep);
+          resolve();
+        },
+      });
+    });
+  }
+}
+
+module.exports = { Guard, StallError, noop: native.noop };

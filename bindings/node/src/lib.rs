@@ -1,0 +1,522 @@
+//! The stallguard engine as a Node addon (R11.1): a thin napi-rs shell over
+//! [`watchdog_core::Guard`], the argument-stream adapters of
+//! `stallguard-sources` and the JSON-lines event shape of `stallguard-sinks`.
+//!
+//! No SPEC rule lives here. Budgets, verdicts, escalation, argument-delta
+//! freshness and the R8.3 event objects are the engine's; this crate only
+//! converts JS values to engine values and carries each event line to the JS
+//! thread through one threadsafe function, in emission order. The package's
+//! `index.js` wraps the native guard to parse the lines, call `onEvent` and
+//! abort each task's `AbortSignal` on its cancel action.
+//!
+//! The crate is a `cdylib` that only links inside Node, so it has no Rust
+//! test harness; `npm test` in `bindings/node` tests the built addon.
+
+#![deny(clippy::all)]
+
+use std::io::{self, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use napi::bindgen_prelude::*;
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi_derive::napi;
+use parking_lot::Mutex;
+use serde_json::Value;
+use stallguard_sinks::jsonl::JsonLinesSink;
+use stallguard_sources::args::{
+    anthropic::AnthropicStream as CoreAnthropic, openai::OpenAiStream as CoreOpenAi, Rejection,
+    Step,
+};
+use watchdog_core::{
+    Action, ActionKind, CallOutcome, Delivery, Event, GuardError, KindSet, ManualClock, Outcome,
+    Profile, Recorder, SignalKind, Sink, SinkError, TaskHandle,
+};
+
+/// What the addon posts to JS, as one array `[kind, task id, payload]`: kind is
+/// `"event"` (payload: one R8.3 JSON line) or `"cancel"` (payload: the
+/// reason of the task's cancel action).
+type Post =
+    ThreadsafeFunction<(String, f64, String), (), (String, f64, String), Status, false, true>;
+
+/// The JS-thread end of the event stream, shared by the sink and the writer
+/// the JSON-lines sink writes into.
+struct Outlet {
+    tsfn: Post,
+    /// Messages handed to the threadsafe function so far; `flush` compares
+    /// it with the count the JS side has delivered.
+    posted: AtomicU64,
+}
+
+impl Outlet {
+    fn post(&self, kind: &str, task: u64, payload: String) {
+        // The queue is unbounded, so a non-blocking call never drops; it
+        // fails only once the environment is shutting down.
+        let status = self.tsfn.call(
+            (kind.to_owned(), task as f64, payload),
+            ThreadsafeFunctionCallMode::NonBlocking,
+        );
+        if status == Status::Ok {
+            self.posted.fetch_add(1, Ordering::Release);
+        }
+    }
+}
+
+/// The writer the JSON-lines sink writes into: it collects one event's line
+/// and posts it on flush (the sink writes each line in one `write_all` and
+/// flushes per event).
+struct LineWriter {
+    outlet: Arc<Outlet>,
+    /// The task whose event is being written, set by [`JsSink`].
+    task: Arc<AtomicU64>,
+    buf: Vec<u8>,
+}
+
+impl Write for LineWriter {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.buf.extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        while self.buf.last() == Some(&b'\n') {
+            self.buf.pop();
+        }
+        let line = String::from_utf8(std::mem::take(&mut self.buf))
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        self.outlet
+            .post("event", self.task.load(Ordering::Acquire), line);
+        Ok(())
+    }
+}
+
+/// The guard's one sink: events go through [`JsonLinesSink`] (the R8.3 line
+/// shape every JSON-writing part of stallguard shares), cancel actions go
+/// straight to the outlet, both on the same ordered queue.
+///
+/// Delivery is inline: posting to an unbounded threadsafe-function queue
+/// never blocks, and inline delivery means an event is posted before the
+/// call that caused it returns to JS, so `flush` sees it.
+struct JsSink {
+    lines: JsonLinesSink<LineWriter>,
+    outlet: Arc<Outlet>,
+    task: Arc<AtomicU64>,
+    /// Serializes the "set the task id, write the line" pair.
+    order: Mutex<()>,
+}
+
+impl Sink for JsSink {
+    fn on_event(&self, event: &Event) -> std::result::Result<(), SinkError> {
+        let _g = self.order.lock();
+        self.task.store(event.task.as_raw(), Ordering::Release);
+        self.lines.on_event(event)
+    }
+
+    fn on_action(&self, action: &Action) -> std::result::Result<(), SinkError> {
+        if let ActionKind::Cancel { reason } = &action.kind {
+            let _g = self.order.lock();
+            self.outlet
+                .post("cancel", action.task.as_raw(), reason.clone());
+        }
+        Ok(())
+    }
+
+    fn delivery(&self) -> Delivery {
+        Delivery::Inline
+    }
+
+    fn name(&self) -> &str {
+        "node"
+    }
+}
+
+/// Throws a `TypeError` with `msg` and returns the error that tells napi an
+/// exception is already pending.
+fn type_error(env: &Env, msg: String) -> Error {
+    match env.throw_type_error(&msg, None) {
+        Ok(()) => Error::new(Status::PendingException, msg),
+        Err(e) => e,
+    }
+}
+
+/// Maps an engine error to a JS `Error` carrying its message.
+fn engine_error(e: GuardError) -> Error {
+    Error::new(Status::GenericFailure, e.to_string())
+}
+
+/// Reads a duration: a humantime string (`"90s"`, `"1m 30s"`) or a number of
+/// milliseconds. The error names the key and the value, as the TOML errors do.
+fn duration(key: &str, value: &Value) -> std::result::Result<Duration, String> {
+    let bad = |why: &str| format!("{key}: invalid duration {value}: {why}");
+    match value {
+        Value::String(s) => humantime::parse_duration(s.trim()).map_err(|e| bad(&e.to_string())),
+        Value::Number(n) => match n.as_f64() {
+            Some(ms) if ms.is_finite() && ms >= 0.0 && ms <= u64::MAX as f64 => {
+                Ok(Duration::from_secs_f64(ms / 1000.0))
+            }
+            _ => Err(bad("expected a non-negative number of milliseconds")),
+        },
+        _ => Err(bad(
+            "expected a humantime string such as \"90s\" or a number of milliseconds",
+        )),
+    }
+}
+
+/// Reads an optional duration: absent keeps the default, `null` or `false`
+/// turns it off.
+fn opt_duration(key: &str, value: &Value) -> std::result::Result<Option<Duration>, String> {
+    match value {
+        Value::Null | Value::Bool(false) => Ok(None),
+        v => duration(key, v).map(Some),
+    }
+}
+
+/// Builds a profile from the `start` options, key by key over the defaults.
+fn profile(opts: &Value) -> std::result::Result<Profile, String> {
+    let mut p = Profile::default();
+    let Some(map) = opts.as_object() else {
+        return match opts {
+            Value::Null => Ok(p),
+            other => Err(format!("options: expected an object, got {other}")),
+        };
+    };
+    for (key, v) in map {
+        match key.as_str() {
+            "idle" => p.idle = opt_duration(key, v)?,
+            "execution" => p.execution = opt_duration(key, v)?,
+            "startup" => p.startup = opt_duration(key, v)?,
+            "deadline" => p.deadline = opt_duration(key, v)?,
+            "maxDeadline" => p.max_deadline = opt_duration(key, v)?,
+            "liveness" => p.liveness = opt_duration(key, v)?,
+            "heartbeatInterval" => p.heartbeat_interval = opt_duration(key, v)?,
+            "longRunningAfter" => p.long_running_after = opt_duration(key, v)?,
+            "gracePeriod" => p.grace_period = duration(key, v)?,
+            "terminateAfter" => {
+                p.terminate_after =
+                    v.as_u64()
+                        .and_then(|n| u32::try_from(n).ok())
+                        .ok_or_else(|| {
+                            format!("{key}: invalid value {v}: expected a whole number of strikes")
+                        })?;
+            }
+            "notifyOnly" => {
+                p.notify_only = v
+                    .as_bool()
+                    .ok_or_else(|| format!("{key}: invalid value {v}: expected true or false"))?;
+            }
+            "renewedBy" => {
+                let kinds = v.as_array().ok_or_else(|| {
+                    format!("{key}: invalid value {v}: expected an array of signal kinds")
+                })?;
+                let mut set = KindSet::EMPTY;
+                for k in kinds {
+                    let kind = k
+                        .as_str()
+                        .and_then(|s| s.parse::<SignalKind>().ok())
+                        .ok_or_else(|| {
+                            let names: Vec<_> =
+                                SignalKind::ALL.iter().map(|k| k.as_str()).collect();
+                            format!(
+                                "{key}: unknown signal kind {k}; expected one of {}",
+                                names.join(", ")
+                            )
+                        })?;
+                    set = set.with(kind);
+                }
+                p.renewed_by = set;
+            }
+            other => return Err(format!("{other}: unknown option")),
+        }
+    }
+    Ok(p)
+}
+
+fn to_js(value: &impl serde::Serialize) -> Result<Value> {
+    serde_json::to_value(value).map_err(|e| Error::new(Status::GenericFailure, e.to_string()))
+}
+
+/// The native guard; `index.js` wraps it as `Guard`.
+#[napi]
+pub struct NativeGuard {
+    guard: watchdog_core::Guard,
+    outlet: Arc<Outlet>,
+    manual: bool,
+}
+
+#[napi]
+impl NativeGuard {
+    /// Builds a guard on the `'manual'` or `'real'` clock; `post(kind, task,
+    /// payload)` receives every event line and cancel on the JS thread,
+    /// as one array argument.
+    #[napi(constructor)]
+    pub fn new(
+        env: Env,
+        clock: Option<String>,
+        post: Function<'_, (String, f64, String), ()>,
+    ) -> Result<Self> {
+        let manual = match clock.as_deref() {
+            None | Some("real") => false,
+            Some("manual") => true,
+            Some(other) => {
+                return Err(type_error(
+                    &env,
+                    format!("clock: invalid value \"{other}\": expected 'manual' or 'real'"),
+                ))
+            }
+        };
+        // Weak: a guard does not keep the process alive; `flush()` holds the
+        // event loop open while events are still on their way.
+        let tsfn: Post = post
+            .build_threadsafe_function()
+            .callee_handled::<false>()
+            .weak::<true>()
+            .build()?;
+        let outlet = Arc::new(Outlet {
+            tsfn,
+            posted: AtomicU64::new(0),
+        });
+        let task = Arc::new(AtomicU64::new(0));
+        let sink = JsSink {
+            lines: JsonLinesSink::new(LineWriter {
+                outlet: Arc::clone(&outlet),
+                task: Arc::clone(&task),
+                buf: Vec::with_capacity(256),
+            }),
+            outlet: Arc::clone(&outlet),
+            task,
+            order: Mutex::new(()),
+        };
+        let builder = watchdog_core::Guard::builder().sink(sink);
+        let guard = if manual {
+            builder.clock(ManualClock::new()).build()
+        } else {
+            builder.build()
+        };
+        Ok(NativeGuard {
+            guard,
+            outlet,
+            manual,
+        })
+    }
+
+    /// Starts a task named `name` with the budgets in `options`.
+    #[napi]
+    pub fn start(&self, env: Env, name: String, options: Option<Value>) -> Result<NativeTask> {
+        let p =
+            profile(options.as_ref().unwrap_or(&Value::Null)).map_err(|m| type_error(&env, m))?;
+        let handle = self.guard.start(name, p).map_err(|e| match e {
+            GuardError::Profile { .. } => type_error(&env, e.to_string()),
+            e => engine_error(e),
+        })?;
+        Ok(NativeTask {
+            recorder: handle.recorder(),
+            id: handle.id().as_raw() as f64,
+            handle,
+        })
+    }
+
+    /// Moves the manual clock forward by `ms` (a number of milliseconds or a
+    /// humantime string) and takes every verdict that came due.
+    #[napi]
+    pub fn advance(&self, env: Env, ms: Value) -> Result<()> {
+        if !self.manual {
+            return Err(Error::new(
+                Status::GenericFailure,
+                "advance() needs a guard built with clock: 'manual'",
+            ));
+        }
+        let d = duration("ms", &ms).map_err(|m| type_error(&env, m))?;
+        self.guard.advance(d);
+        Ok(())
+    }
+
+    /// Returns the R4.2 snapshot of the live task `name`, or `null`.
+    #[napi]
+    pub fn status(&self, name: String) -> Result<Option<Value>> {
+        self.guard.status(&name).map(|s| to_js(&s)).transpose()
+    }
+
+    /// Returns the R4.2 snapshots of every live task, by start order.
+    #[napi]
+    pub fn statuses(&self) -> Result<Value> {
+        to_js(&self.guard.statuses())
+    }
+
+    /// Waits for the engine's dispatch, then returns how many messages have
+    /// been posted to JS so far.
+    #[napi]
+    pub fn posted(&self) -> f64 {
+        self.guard.flush(Duration::from_secs(5));
+        self.outlet.posted.load(Ordering::Acquire) as f64
+    }
+}
+
+/// A native task; `index.js` adds `signal` to it.
+#[napi]
+pub struct NativeTask {
+    handle: TaskHandle,
+    recorder: Recorder,
+    id: f64,
+}
+
+fn outcome_of_call(env: &Env, s: &str) -> Result<CallOutcome> {
+    match s {
+        "success" => Ok(CallOutcome::Success),
+        "failure" | "error" => Ok(CallOutcome::Error),
+        "cancelled" => Ok(CallOutcome::Cancelled),
+        other => Err(type_error(
+            env,
+            format!("outcome: invalid value \"{other}\": expected 'success' or 'failure'"),
+        )),
+    }
+}
+
+#[napi]
+impl NativeTask {
+    /// The task's id, which keys its cancel messages.
+    #[napi(getter)]
+    pub fn id(&self) -> f64 {
+        self.id
+    }
+
+    /// Records one accepted streamed tool-argument delta (R5.2).
+    #[napi]
+    pub fn argument_delta(&self) {
+        self.recorder.argument_delta();
+    }
+
+    /// Records `bytes` of output over `lines` lines (R5.1).
+    #[napi]
+    pub fn output(&self, bytes: f64, lines: Option<f64>) {
+        self.recorder
+            .output(bytes.max(0.0) as u64, lines.unwrap_or(0.0).max(0.0) as u64);
+    }
+
+    /// Records a heartbeat: liveness, not progress (R5.4).
+    #[napi]
+    pub fn heartbeat(&self) {
+        self.recorder.heartbeat();
+    }
+
+    /// Records a progress value; true when it rose and renewed the task (R5.8).
+    #[napi]
+    pub fn progress(&self, value: f64) -> bool {
+        self.recorder.progress(value)
+    }
+
+    /// Records the start of tool call `id` running `name` (R2.2, R5.3).
+    #[napi]
+    pub fn tool_started(&self, id: String, name: String) -> Result<()> {
+        self.recorder.tool_started(&id, &name).map_err(engine_error)
+    }
+
+    /// Records the end of tool call `id`: `'success'` or `'failure'`.
+    #[napi]
+    pub fn tool_finished(&self, env: Env, id: String, outcome: String) -> Result<()> {
+        let o = outcome_of_call(&env, &outcome)?;
+        self.recorder.tool_finished(&id, o).map_err(engine_error)
+    }
+
+    /// Returns the task's R4.2 snapshot, or `null` once it has finished.
+    #[napi]
+    pub fn status(&self) -> Result<Option<Value>> {
+        self.recorder.status().map(|s| to_js(&s)).transpose()
+    }
+
+    /// Settles the task: `'completed'`, `'failed'` or `'cancelled'`;
+    /// `finished` is its last event (R3.8).
+    #[napi]
+    pub fn finish(&self, env: Env, outcome: Option<String>) -> Result<()> {
+        let o = match outcome.as_deref() {
+            None | Some("completed") => Outcome::Completed,
+            Some("failed") => Outcome::Failed,
+            Some("cancelled") => Outcome::Cancelled,
+            Some(other) => {
+                return Err(type_error(
+                    &env,
+                    format!(
+                        "outcome: invalid value \"{other}\": expected 'completed', 'failed' or 'cancelled'"
+                    ),
+                ))
+            }
+        };
+        self.handle.finish(o, None, None).map_err(engine_error)
+    }
+
+    /// Returns an adapter for Anthropic Messages stream events (R5.2).
+    #[napi]
+    pub fn anthropic_stream(&self) -> AnthropicStream {
+        AnthropicStream {
+            inner: CoreAnthropic::new(self.recorder.clone()),
+        }
+    }
+
+    /// Returns an adapter for OpenAI Chat Completions stream chunks (R5.2).
+    #[napi]
+    pub fn openai_stream(&self) -> OpenAiStream {
+        OpenAiStream {
+            inner: CoreOpenAi::new(self.recorder.clone()),
+        }
+    }
+}
+
+fn step(r: std::result::Result<Step, Rejection>) -> Result<&'static str> {
+    match r {
+        Ok(Step::Renewed) => Ok("renewed"),
+        Ok(Step::Tracked) => Ok("tracked"),
+        Ok(Step::Ignored) => Ok("ignored"),
+        Err(reason) => Err(Error::new(Status::InvalidArg, reason.to_string())),
+    }
+}
+
+/// Feeds Anthropic stream events to the engine's argument tracker.
+#[napi]
+pub struct AnthropicStream {
+    inner: CoreAnthropic,
+}
+
+#[napi]
+impl AnthropicStream {
+    /// Feeds one SSE `data:` payload: `'renewed'`, `'tracked'` or
+    /// `'ignored'`; a refused event throws with the reason.
+    #[napi]
+    pub fn feed(&mut self, data: String) -> Result<&'static str> {
+        step(self.inner.feed(&data))
+    }
+
+    /// Ends the turn: the next message starts a new generation.
+    #[napi]
+    pub fn turn_end(&mut self) {
+        self.inner.turn_end();
+    }
+}
+
+/// Feeds OpenAI Chat Completions chunks to the engine's argument tracker.
+#[napi]
+pub struct OpenAiStream {
+    inner: CoreOpenAi,
+}
+
+#[napi]
+impl OpenAiStream {
+    /// Feeds one SSE `data:` payload: `'renewed'`, `'tracked'` or
+    /// `'ignored'`; a refused chunk throws with the reason.
+    #[napi]
+    pub fn feed(&mut self, data: String) -> Result<&'static str> {
+        step(self.inner.feed(&data))
+    }
+
+    /// Ends the turn: the next chunk starts a new generation.
+    #[napi]
+    pub fn turn_end(&mut self) {
+        self.inner.turn_end();
+    }
+}
+
+/// Does nothing: the baseline a bench compares `argumentDelta()` against.
+#[napi]
+pub fn noop() {}
