@@ -87,8 +87,9 @@ export interface ArgumentStream {
   turnEnd(): void;
 }
 
-/** One watched task. */
-export interface Task {
+/** One watched task; `Guard.start` makes them. */
+export class Task {
+  private constructor();
   /** The task's engine id. */
   readonly id: number;
   /** Aborted with a `StallError` when the guard cancels the task (R3.2). */
@@ -142,6 +143,3 @@ export class StallError extends Error {
   readonly task: string;
   readonly reason: string;
 }
-
-/** Does nothing: the baseline of the `argumentDelta()` bench. */
-export function noop(): void;

@@ -6,7 +6,7 @@
 
 const native = require('./stallguard.node');
 
-const GUARD = Symbol('stallguard.guard');
+const { argumentDelta, output, heartbeat, progress } = native;
 
 /** The error a task's `signal` is aborted with when the guard cancels it. */
 class StallError extends Error {
@@ -15,6 +15,64 @@ class StallError extends Error {
     this.name = 'StallError';
     this.task = task;
     this.reason = reason;
+  }
+}
+
+/** One watched task: the recording calls go straight to the engine. */
+class Task {
+  #native;
+  #rec;
+  #guard; // a live task keeps its guard (and its event channel) alive
+
+  constructor(nativeTask, signal, guard) {
+    this.#native = nativeTask;
+    this.#rec = nativeTask.recorder();
+    this.#guard = guard;
+    this.signal = signal;
+  }
+
+  get id() {
+    return this.#native.id;
+  }
+
+  argumentDelta() {
+    argumentDelta(this.#rec);
+  }
+
+  output(bytes, lines) {
+    output(this.#rec, bytes, lines);
+  }
+
+  heartbeat() {
+    heartbeat(this.#rec);
+  }
+
+  progress(value) {
+    return progress(this.#rec, value);
+  }
+
+  toolStarted(id, name) {
+    this.#native.toolStarted(id, name);
+  }
+
+  toolFinished(id, outcome) {
+    this.#native.toolFinished(id, outcome);
+  }
+
+  anthropicStream() {
+    return this.#native.anthropicStream();
+  }
+
+  openaiStream() {
+    return this.#native.openaiStream();
+  }
+
+  status() {
+    return this.#native.status() ?? null;
+  }
+
+  finish(outcome) {
+    this.#native.finish(outcome);
   }
 }
 
@@ -68,9 +126,7 @@ class Guard {
     const task = this.#native.start(name, options);
     const controller = new AbortController();
     this.#tasks.set(task.id, { name, controller });
-    Object.defineProperty(task, 'signal', { value: controller.signal, enumerable: true });
-    Object.defineProperty(task, GUARD, { value: this });
-    return task;
+    return new Task(task, controller.signal, this);
   }
 
   advance(ms) {
@@ -103,4 +159,4 @@ class Guard {
   }
 }
 
-module.exports = { Guard, StallError, noop: native.noop };
+module.exports = { Guard, Task, StallError };
