@@ -2,9 +2,11 @@
 // response, run the tool it asks for, and let the engine cancel the turn
 // (through t.signal) if either goes silent for too long.
 //
-// The response is a recorded Anthropic Messages stream
-// (sources/tests/fixtures/anthropic_tool_use.jsonl), replayed a few ms per
-// event; the tool runs as a real child process.
+// The response is a recording of the real Anthropic Messages stream
+// (sources/tests/fixtures/recorded/anthropic/anthropic-tool-search-deferred-
+// regex.chunks.txt, from vercel/ai; its origin and commit are in that
+// directory's SOURCES.md), replayed a few ms per event; each tool call it
+// asks for runs as a real child process.
 //
 //   cd bindings/node && npm install && npm run build && cd ../..
 //   node examples/agent-loop.mjs
@@ -14,7 +16,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { Guard } from '../bindings/node/index.js';
 
-const fixture = new URL('../sources/tests/fixtures/anthropic_tool_use.jsonl', import.meta.url);
+const fixture = new URL(
+  '../sources/tests/fixtures/recorded/anthropic/anthropic-tool-search-deferred-regex.chunks.txt',
+  import.meta.url,
+);
 
 /** Replays the recording as a stream of SSE `data:` payloads. */
 async function* modelStream(signal) {
@@ -24,10 +29,10 @@ async function* modelStream(signal) {
   }
 }
 
-/** The tool: a stand-in weather lookup in a real child process. */
-async function getWeather({ location }, signal) {
-  const code = `console.log(JSON.stringify({ location: process.argv[1], forecast: 'fog, 15 C' }))`;
-  const { stdout } = await promisify(execFile)(process.execPath, ['-e', code, location], { signal });
+/** Runs a tool call in a real child process (a stand-in that echoes what it was asked). */
+async function runTool(name, input, signal) {
+  const code = 'const [name, input] = process.argv.slice(1); console.log(JSON.stringify({ ok: true, name, keys: Object.keys(JSON.parse(input)) }))';
+  const { stdout } = await promisify(execFile)(process.execPath, ['-e', code, name, JSON.stringify(input)], { signal });
   return JSON.parse(stdout);
 }
 
@@ -35,17 +40,19 @@ async function getWeather({ location }, signal) {
 const guard = new Guard({ onEvent: (e) => console.error(`[stallguard] ${e.type} ${e.task} +${e.elapsed_ms}ms`) });
 const t = guard.start('turn-1', { idle: '2s', execution: '30s', heartbeatInterval: null });
 const stream = t.anthropicStream();
-const calls = new Map(); // block index -> { id, name, json }
+const open = new Map(); // block index -> { id, name, json } while its arguments stream
+const calls = [];
 try {
   for await (const data of modelStream(t.signal)) {
     try { stream.feed(data); } catch { /* refused events (e.g. an empty delta) renew nothing */ }
     const ev = JSON.parse(data);
-    if (ev.content_block?.type === 'tool_use') calls.set(ev.index, { ...ev.content_block, json: '' });
-    if (ev.delta?.type === 'input_json_delta') calls.get(ev.index).json += ev.delta.partial_json;
+    if (ev.content_block?.type === 'tool_use') open.set(ev.index, { ...ev.content_block, json: '' });
+    if (ev.delta?.type === 'input_json_delta' && open.has(ev.index)) open.get(ev.index).json += ev.delta.partial_json;
+    if (ev.type === 'content_block_stop' && open.has(ev.index)) calls.push(open.get(ev.index)), open.delete(ev.index);
   }
-  for (const call of calls.values()) {
+  for (const call of calls) {
     t.toolStarted(call.id, call.name);
-    const result = await getWeather(JSON.parse(call.json), t.signal);
+    const result = await runTool(call.name, JSON.parse(call.json || '{}'), t.signal);
     t.toolFinished(call.id, 'success');
     console.log(`${call.name} ->`, result);
   }

@@ -110,6 +110,10 @@ export class Task {
   anthropicStream(): ArgumentStream;
   /** OpenAI Chat Completions stream chunks. */
   openaiStream(): ArgumentStream;
+  /** OpenAI Responses API stream events (R5.9). */
+  responsesStream(): ArgumentStream;
+  /** Gemini `streamGenerateContent` chunks (R5.9). */
+  geminiStream(): ArgumentStream;
   /** The R4.2 snapshot, or null once finished. */
   status(): TaskStatus | null;
   /** Settles the task; `finished` is its last event (R3.8). */

@@ -67,6 +67,14 @@ class Task {
     return this.#native.openaiStream();
   }
 
+  responsesStream() {
+    return this.#native.responsesStream();
+  }
+
+  geminiStream() {
+    return this.#native.geminiStream();
+  }
+
   status() {
     return this.#native.status() ?? null;
   }

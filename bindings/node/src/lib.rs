@@ -26,7 +26,8 @@ use parking_lot::Mutex;
 use serde_json::Value;
 use stallguard_sinks::jsonl::JsonLinesSink;
 use stallguard_sources::args::{
-    anthropic::AnthropicStream as CoreAnthropic, openai::OpenAiStream as CoreOpenAi, Rejection,
+    anthropic::AnthropicStream as CoreAnthropic, gemini::GeminiStream as CoreGemini,
+    openai::OpenAiStream as CoreOpenAi, responses::ResponsesStream as CoreResponses, Rejection,
     Step,
 };
 use watchdog_core::{
@@ -443,6 +444,22 @@ impl NativeTask {
             inner: CoreOpenAi::new(self.recorder.clone()),
         }
     }
+
+    /// Returns an adapter for OpenAI Responses API stream events (R5.9).
+    #[napi]
+    pub fn responses_stream(&self) -> ResponsesStream {
+        ResponsesStream {
+            inner: CoreResponses::new(self.recorder.clone()),
+        }
+    }
+
+    /// Returns an adapter for Gemini `streamGenerateContent` chunks (R5.9).
+    #[napi]
+    pub fn gemini_stream(&self) -> GeminiStream {
+        GeminiStream {
+            inner: CoreGemini::new(self.recorder.clone()),
+        }
+    }
 }
 
 fn step(r: std::result::Result<Step, Rejection>) -> Result<&'static str> {
@@ -531,6 +548,50 @@ pub fn progress(rec: &External<Recorder>, value: f64) -> bool {
 #[napi]
 pub fn noop_with(rec: &External<Recorder>) {
     let _ = rec;
+}
+
+/// Feeds OpenAI Responses API stream events to the engine's argument tracker.
+#[napi]
+pub struct ResponsesStream {
+    inner: CoreResponses,
+}
+
+#[napi]
+impl ResponsesStream {
+    /// Feeds one SSE `data:` payload: `'renewed'`, `'tracked'` or
+    /// `'ignored'`; a refused event throws with the reason.
+    #[napi]
+    pub fn feed(&mut self, data: String) -> Result<&'static str> {
+        step(self.inner.feed(&data))
+    }
+
+    /// Ends the turn: the next response starts a new generation.
+    #[napi]
+    pub fn turn_end(&mut self) {
+        self.inner.turn_end();
+    }
+}
+
+/// Feeds Gemini stream chunks to the engine's argument tracker.
+#[napi]
+pub struct GeminiStream {
+    inner: CoreGemini,
+}
+
+#[napi]
+impl GeminiStream {
+    /// Feeds one SSE `data:` payload: `'renewed'`, `'tracked'` or
+    /// `'ignored'`; a refused event throws with the reason.
+    #[napi]
+    pub fn feed(&mut self, data: String) -> Result<&'static str> {
+        step(self.inner.feed(&data))
+    }
+
+    /// Ends the turn: the next response starts a new generation.
+    #[napi]
+    pub fn turn_end(&mut self) {
+        self.inner.turn_end();
+    }
 }
 
 /// Does nothing: the baseline a bench compares `argumentDelta()` against.

@@ -9,7 +9,9 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { Guard, StallError } = require('..');
 
-const FIXTURES = path.join(__dirname, '..', '..', '..', 'sources', 'tests', 'fixtures');
+// Recordings of the real services, shared with the Rust adapters' tests;
+// their origins are in that directory's SOURCES.md.
+const FIXTURES = path.join(__dirname, '..', '..', '..', 'sources', 'tests', 'fixtures', 'recorded');
 
 /** A manual-clock guard recording every event it delivers. */
 function setup() {
@@ -228,30 +230,61 @@ test('R3.8 finished is last, exactly once; no heartbeat between cancel and finis
   assert.throws(() => t.toolStarted('c', 'x'), /already finished/);
 });
 
+/** Feeds every line of a recording, one virtual `gapMs` apart; counts the results. */
+function replay(guard, stream, name, gapMs) {
+  const counts = {};
+  for (const line of fixture(name)) {
+    let key;
+    try {
+      key = stream.feed(line);
+    } catch (e) {
+      key = `refused: ${e.message}`;
+    }
+    counts[key] = (counts[key] ?? 0) + 1;
+    guard.advance(gapMs);
+  }
+  return counts;
+}
+
 test('R5.2 Anthropic stream: each fresh input_json_delta renews, a refusal throws its reason', async () => {
   const { guard, types } = setup();
   const t = guard.start('turn', quiet({ idle: '10s', terminateAfter: 0 }));
-  const s = t.anthropicStream();
-  const steps = [];
-  const refused = [];
-  for (const line of fixture('anthropic_tool_use.jsonl')) {
-    try {
-      steps.push(s.feed(line));
-    } catch (e) {
-      refused.push(e.message);
-    }
-    guard.advance(9_000); // under the budget between events: deltas keep it alive
-  }
+  const counts = replay(guard, t.anthropicStream(), 'anthropic/anthropic-tool-search-deferred-regex.chunks.txt', 9_000);
   await guard.flush();
-  assert.equal(steps.filter((s) => s === 'renewed').length, 8);
-  assert.ok(steps.includes('tracked') && steps.includes('ignored'));
-  assert.deepEqual(refused, ['delta is empty']);
-  // Text deltas and pings are not argument progress: the run of them at the
-  // start of the recording stalls the task before the tool block opens.
+  // Three messages, two client tool calls and one server tool call; the
+  // provider opens each argument block with an empty delta.
+  assert.deepEqual(counts, { tracked: 12, ignored: 75, renewed: 29, 'refused: delta is empty': 3 });
+  // Text deltas and pings are not argument progress: the runs of them
+  // stall the task; the argument deltas recover it.
   assert.ok(types('turn').includes('stalled'));
   assert.ok(types('turn').includes('recovered'));
   assert.ok(t.status().last_signal['argument-delta']);
   assert.equal(t.status().last_call, undefined); // partial arguments are not a tool call
+  t.finish();
+});
+
+test('R5.2 OpenAI Chat Completions stream: tool-call argument chunks renew', () => {
+  const { guard } = setup();
+  const t = guard.start('turn', quiet({ idle: '1h' }));
+  const counts = replay(guard, t.openaiStream(), 'openai-chat/deepseek-tool-call.chunks.txt', 0);
+  assert.deepEqual(counts, { tracked: 3, ignored: 39, renewed: 10 });
+  assert.ok(t.status().last_signal['argument-delta']);
+  t.finish();
+});
+
+test('R5.9 OpenAI Responses stream: function_call_arguments deltas renew', () => {
+  const { guard } = setup();
+  const t = guard.start('turn', quiet({ idle: '1h' }));
+  const counts = replay(guard, t.responsesStream(), 'responses/openai-reasoning-encrypted-content.1.chunks.txt', 0);
+  assert.deepEqual(counts, { tracked: 14, ignored: 57, renewed: 39 });
+  t.finish();
+});
+
+test('R5.9 Gemini stream: functionCall argument chunks renew', () => {
+  const { guard } = setup();
+  const t = guard.start('turn', quiet({ idle: '1h' }));
+  const counts = replay(guard, t.geminiStream(), 'gemini/google-stream-tool-call-arguments.chunks.txt', 0);
+  assert.deepEqual(counts, { tracked: 6, renewed: 2 });
   t.finish();
 });
 
@@ -275,23 +308,6 @@ test('R5.2 replays and out-of-generation deltas do not renew', async () => {
   guard.advance(1_000);
   await guard.flush();
   assert.deepEqual(types('turn'), ['started', 'stalled']);
-  t.finish();
-});
-
-test('R5.2 OpenAI stream: tool-call argument chunks renew', async () => {
-  const { guard } = setup();
-  const t = guard.start('turn', quiet({ idle: '10s' }));
-  const s = t.openaiStream();
-  let renewed = 0;
-  for (const line of fixture('openai_tool_calls.jsonl')) {
-    try {
-      if (s.feed(line) === 'renewed') renewed += 1;
-    } catch {
-      // refusals are counted by the engine; the renewals are what matter here
-    }
-  }
-  assert.ok(renewed > 0);
-  assert.ok(t.status().last_signal['argument-delta']);
   t.finish();
 });
 
