@@ -241,6 +241,16 @@ fn to_js(value: &impl serde::Serialize) -> Result<Value> {
 }
 
 /// The native guard; `index.js` wraps it as `Guard`.
+///
+/// # Examples
+///
+/// ```js
+/// const { Guard } = require('stallguard');
+/// const guard = new Guard({ clock: 'manual', onEvent: (e) => console.log(e.type) });
+/// guard.start('turn-1', { idle: '30s' });
+/// guard.advance(30_000); // stalled, cancelling
+/// await guard.flush();
+/// ```
 #[napi]
 pub struct NativeGuard {
     guard: watchdog_core::Guard,
@@ -357,6 +367,15 @@ impl NativeGuard {
 }
 
 /// A native task; `index.js` wraps it as `Task`.
+///
+/// # Examples
+///
+/// ```js
+/// const t = guard.start('turn-1', { idle: '60s', execution: '10m' });
+/// t.toolStarted('toolu_01', 'bash');
+/// t.toolFinished('toolu_01', 'success');
+/// t.finish('completed');
+/// ```
 #[napi]
 pub struct NativeTask {
     handle: TaskHandle,
@@ -472,6 +491,13 @@ fn step(r: std::result::Result<Step, Rejection>) -> Result<&'static str> {
 }
 
 /// Feeds Anthropic stream events to the engine's argument tracker.
+///
+/// # Examples
+///
+/// ```js
+/// const s = t.anthropicStream();
+/// s.feed(data); // 'renewed' | 'tracked' | 'ignored', or throws the reason
+/// ```
 #[napi]
 pub struct AnthropicStream {
     inner: CoreAnthropic,
@@ -494,6 +520,13 @@ impl AnthropicStream {
 }
 
 /// Feeds OpenAI Chat Completions chunks to the engine's argument tracker.
+///
+/// # Examples
+///
+/// ```js
+/// const s = t.openaiStream();
+/// s.feed(data);
+/// ```
 #[napi]
 pub struct OpenAiStream {
     inner: CoreOpenAi,
@@ -520,24 +553,48 @@ impl OpenAiStream {
 // which costs several times the record itself; an External is one lookup.
 
 /// Records one accepted streamed tool-argument delta (R5.2).
+///
+/// # Examples
+///
+/// ```js
+/// t.argumentDelta(); // index.js passes the task's recorder handle
+/// ```
 #[napi]
 pub fn argument_delta(rec: &External<Recorder>) {
     rec.argument_delta();
 }
 
 /// Records `bytes` of output over `lines` lines (R5.1).
+///
+/// # Examples
+///
+/// ```js
+/// t.output(4096, 12);
+/// ```
 #[napi]
 pub fn output(rec: &External<Recorder>, bytes: f64, lines: Option<f64>) {
     rec.output(bytes.max(0.0) as u64, lines.unwrap_or(0.0).max(0.0) as u64);
 }
 
 /// Records a heartbeat: liveness, not progress (R5.4).
+///
+/// # Examples
+///
+/// ```js
+/// t.heartbeat();
+/// ```
 #[napi]
 pub fn heartbeat(rec: &External<Recorder>) {
     rec.heartbeat();
 }
 
 /// Records a progress value; true when it rose and renewed the task (R5.8).
+///
+/// # Examples
+///
+/// ```js
+/// if (t.progress(0.42)) console.log('renewed');
+/// ```
 #[napi]
 pub fn progress(rec: &External<Recorder>, value: f64) -> bool {
     rec.progress(value)
@@ -545,12 +602,25 @@ pub fn progress(rec: &External<Recorder>, value: f64) -> bool {
 
 /// Does nothing with a recorder handle: the same call shape as
 /// [`argument_delta`] without the record, for the bench.
+///
+/// # Examples
+///
+/// ```js
+/// native.noopWith(task.recorder()); // bench/record.mjs
+/// ```
 #[napi]
 pub fn noop_with(rec: &External<Recorder>) {
     let _ = rec;
 }
 
 /// Feeds OpenAI Responses API stream events to the engine's argument tracker.
+///
+/// # Examples
+///
+/// ```js
+/// const s = t.responsesStream();
+/// s.feed(data);
+/// ```
 #[napi]
 pub struct ResponsesStream {
     inner: CoreResponses,
@@ -573,6 +643,13 @@ impl ResponsesStream {
 }
 
 /// Feeds Gemini stream chunks to the engine's argument tracker.
+///
+/// # Examples
+///
+/// ```js
+/// const s = t.geminiStream();
+/// s.feed(data);
+/// ```
 #[napi]
 pub struct GeminiStream {
     inner: CoreGemini,
@@ -595,5 +672,11 @@ impl GeminiStream {
 }
 
 /// Does nothing: the baseline a bench compares `argumentDelta()` against.
+///
+/// # Examples
+///
+/// ```js
+/// native.noop(); // bench/record.mjs
+/// ```
 #[napi]
 pub fn noop() {}
