@@ -22,13 +22,19 @@ class StallError extends Error {
 class Task {
   #native;
   #rec;
+  #signal;
   #guard; // a live task keeps its guard (and its event channel) alive
 
   constructor(nativeTask, signal, guard) {
     this.#native = nativeTask;
     this.#rec = nativeTask.recorder();
+    this.#signal = signal;
     this.#guard = guard;
-    this.signal = signal;
+  }
+
+  /** Aborted with a StallError when the guard cancels the task. */
+  get signal() {
+    return this.#signal;
   }
 
   get id() {
