@@ -123,7 +123,7 @@ export class Task {
 export interface GuardOptions {
   /** `'real'` (the default) or `'manual'` (virtual time, moved by `advance`). */
   clock?: 'manual' | 'real';
-  /** Receives every event on the JS thread, in order, `finished` last for each task. */
+  /** Receives every event on the JS thread, in order, `finished` last for each task. An exception it throws is an uncaught exception; later events are still delivered. */
   onEvent?: (event: StallguardEvent) => void;
 }
 
