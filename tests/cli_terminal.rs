@@ -1,6 +1,7 @@
 //! R8.4: the live status line, on a real pseudo-terminal (util-linux
 //! `script` allocates one), and its absence when stderr is not a terminal.
 
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -91,4 +92,111 @@ fn no_status_line_when_stderr_is_not_a_terminal() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("elapsed"), "status line on a pipe: {err:?}");
     assert!(!err.contains('\x1b'), "escape codes on a pipe: {err:?}");
+}
+
+/// Runs `stallguard args` under `script` (a real pty that is the
+/// controlling terminal of a new session, stallguard in its foreground
+/// group), typing `input` once the terminal shows `ready`; returns the
+/// exit status and everything the terminal showed.
+fn interactive(args: &str, input: &[u8]) -> Option<(Option<i32>, String)> {
+    use std::io::{Read, Write};
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: util-linux `script` is not installed");
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cmd = format!("{} {args}", env!("CARGO_BIN_EXE_stallguard"));
+    let mut child = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stdout.read(&mut buf) {
+            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    let start = Instant::now();
+    let mut screen = Vec::new();
+    let mut typed = false;
+    loop {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "did not exit: {}",
+            String::from_utf8_lossy(&screen)
+        );
+        if let Ok(bytes) = rx.recv_timeout(Duration::from_millis(50)) {
+            screen.extend(bytes);
+        }
+        if !typed && String::from_utf8_lossy(&screen).contains("ready") {
+            stdin.write_all(input).unwrap();
+            stdin.flush().unwrap();
+            typed = true;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            while let Ok(bytes) = rx.recv_timeout(Duration::from_millis(200)) {
+                screen.extend(bytes);
+            }
+            drop(stdin);
+            return Some((status.code(), String::from_utf8_lossy(&screen).into_owned()));
+        }
+    }
+}
+
+/// The pid the command printed as `pid=N`.
+fn printed_pid(screen: &str) -> u32 {
+    let at = screen.find("pid=").expect("no pid printed") + 4;
+    screen[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .unwrap()
+}
+
+// R8.1 (the terminal): an interactive command owns the terminal while it
+// runs, so it reads what is typed there, as if run directly (without the
+// hand-over its read from a background group would stop it with SIGTTIN).
+#[test]
+fn interactive_command_reads_the_terminal() {
+    let Some((code, screen)) = interactive(
+        "run --idle 20s -- sh -c 'echo ready; read x; echo \"got:$x\"'",
+        b"hello\n",
+    ) else {
+        return;
+    };
+    assert!(screen.contains("got:hello"), "no round-trip: {screen:?}");
+    assert_eq!(code, Some(0), "{screen:?}");
+}
+
+// R8.1/R8.2: Ctrl-C on the terminal ends a command blocked reading it;
+// the run ends with the command's status (130 = 128 + SIGINT), and the
+// command is gone.
+#[test]
+fn ctrl_c_ends_a_command_blocked_reading_the_terminal() {
+    let Some((code, screen)) = interactive(
+        "run --idle 20s -- sh -c 'echo pid=$$ ready; read x; echo never'",
+        b"\x03",
+    ) else {
+        return;
+    };
+    assert!(
+        !screen.contains("never"),
+        "the read was not interrupted: {screen:?}"
+    );
+    assert_eq!(code, Some(130), "{screen:?}");
+    let pid = printed_pid(&screen);
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists(),
+        "command {pid} left behind"
+    );
 }

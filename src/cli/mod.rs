@@ -13,6 +13,7 @@ pub(crate) mod reaper;
 pub(crate) mod report;
 pub(crate) mod run;
 pub(crate) mod stream;
+pub(crate) mod terminal;
 
 /// 124: stallguard stopped the command, as GNU `timeout` (R8.2).
 pub(crate) const EXIT_STOPPED: u8 = 124;

@@ -32,6 +32,7 @@ use super::console::{Console, Stream};
 use super::reaper::{self, EscapedSignals, OrphanReaper, WithEscaped};
 use super::report::{status_line, StopFlag, VerdictLines};
 use super::stream::Tap;
+use super::terminal::Terminal;
 use super::{check, EXIT_ERROR, EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_STOPPED};
 
 /// How long isolated sinks (the events file) get to catch up before exit.
@@ -189,6 +190,8 @@ impl Run {
             .stdin(Stdio::inherit())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        // R8.1: an interactive command gets the terminal (src/cli/terminal.rs).
+        let terminal = Terminal::prepare(&mut command);
         // Bound before the spawn so nothing the command sends in its first
         // instants is lost; served once the task (which needs the pid for
         // its `started` event, R8.3) exists.
@@ -214,6 +217,9 @@ impl Run {
             }
         };
         let pid = child.id();
+        if let Some(t) = &terminal {
+            t.hand_to(pid);
+        }
         let name = task_name(program);
         let task = match guard.start_process(name.clone(), self.profile.clone(), pid) {
             Ok(t) => t,
@@ -317,6 +323,8 @@ impl Run {
                 }
             }
         });
+        // Ours again before stallguard writes its last lines.
+        drop(terminal);
 
         // R8.5, R8.6, R10.2: a bounded wait for the pipes, leaks named,
         // then nothing the command started outlives it unless kept.
@@ -386,9 +394,15 @@ fn sample_interval(p: &Profile) -> Duration {
     (shortest / 2).clamp(Duration::from_secs(1), Duration::from_secs(15))
 }
 
-/// Forwards a signal stallguard received to the command's process group.
+/// Forwards a signal stallguard received to the command's process group,
+/// then continues the group: a stopped command (Ctrl-Z, `kill -STOP`)
+/// still acts on SIGINT/SIGTERM and ends the run (R8.1).
 fn forward(pgid: u32, sig: nix::sys::signal::Signal) {
-    let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid as i32), sig);
+    let group = nix::unistd::Pid::from_raw(pgid as i32);
+    let _ = nix::sys::signal::killpg(group, sig);
+    if sig != nix::sys::signal::Signal::SIGKILL {
+        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGCONT);
+    }
 }
 
 /// Copies one of the command's streams to ours on a thread of its own,

@@ -1,0 +1,93 @@
+//! The controlling terminal (R8.1): when stdin is a terminal and stallguard
+//! is its foreground job, the command's process group gets the terminal,
+//! as a shell or GNU `timeout --foreground` would give it, so an
+//! interactive command reads and writes it as if run directly. Ctrl-C on
+//! the terminal then reaches the command's group; stallguard takes the
+//! terminal back when the command is gone.
+//!
+//! When stdin is not a terminal, or stallguard runs in the background,
+//! nothing changes: the command keeps its own process group and never owns
+//! the terminal.
+
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+
+/// Stdin, the descriptor a shell hands the terminal over on.
+const TTY: libc::c_int = libc::STDIN_FILENO;
+
+/// Stallguard's hold on the terminal: given to the command by
+/// [`Terminal::hand_to`], taken back on drop.
+pub(crate) struct Terminal {
+    /// Stallguard's own process group, the terminal's foreground before.
+    ours: libc::pid_t,
+}
+
+impl Terminal {
+    /// Arranges for `command` (spawned in a process group of its own) to
+    /// take the terminal before it execs, if stdin is a terminal whose
+    /// foreground job is stallguard; `None` (and `command` untouched)
+    /// otherwise. Call [`Terminal::hand_to`] after the spawn too.
+    pub(crate) fn prepare(command: &mut Command) -> Option<Terminal> {
+        if !in_foreground() {
+            return None;
+        }
+        // SAFETY: getpgrp has no preconditions.
+        let ours = unsafe { libc::getpgrp() };
+        // SAFETY: the hook runs in the forked child before exec and calls
+        // only functions that are plain system calls (getpid, pthread_sigmask,
+        // tcsetpgrp).
+        // The parent does the same after the spawn, as shells do, so
+        // whichever runs first wins the race with the command's first read.
+        unsafe {
+            command.pre_exec(|| {
+                let _ = give(libc::getpid());
+                Ok(())
+            });
+        }
+        Some(Terminal { ours })
+    }
+
+    /// Gives the terminal to the command's process group `pgid` (from the
+    /// parent side; the child's own hand-over may already have done it).
+    pub(crate) fn hand_to(&self, pgid: u32) {
+        if let Ok(pgid) = libc::pid_t::try_from(pgid) {
+            let _ = give(pgid);
+        }
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        let _ = give(self.ours);
+    }
+}
+
+/// Whether stdin is a terminal whose foreground process group is ours.
+fn in_foreground() -> bool {
+    // SAFETY: isatty, tcgetpgrp and getpgrp only read process state.
+    unsafe { libc::isatty(TTY) == 1 && libc::tcgetpgrp(TTY) == libc::getpgrp() }
+}
+
+/// Makes `pgid` the terminal's foreground group. SIGTTOU is blocked (for
+/// this thread) around the call: a process outside the foreground group may then set it
+/// (POSIX `tcsetpgrp`) instead of being stopped.
+fn give(pgid: libc::pid_t) -> io::Result<()> {
+    // SAFETY: the sets are initialised by sigemptyset before use; the
+    // calls are async-signal-safe (this also runs in a forked child).
+    unsafe {
+        let mut block: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut block);
+        libc::sigaddset(&mut block, libc::SIGTTOU);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &block, &mut old);
+        let rc = libc::tcsetpgrp(TTY, pgid);
+        let err = io::Error::last_os_error();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(err)
+        }
+    }
+}
