@@ -200,3 +200,121 @@ fn ctrl_c_ends_a_command_blocked_reading_the_terminal() {
         "command {pid} left behind"
     );
 }
+
+/// Drives an interactive bash (job control on) on a real pty: each step
+/// waits until the screen shows its text, then types its keys; returns the
+/// screen once bash has exited.
+fn under_a_job_control_shell(steps: &[(&str, &[u8], Duration)]) -> Option<String> {
+    use std::io::{Read, Write};
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: util-linux `script` is not installed");
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new("script")
+        .args(["-qec", "bash --norc --noprofile -i", "/dev/null"])
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stdout.read(&mut buf) {
+            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    let start = Instant::now();
+    let mut screen = Vec::new();
+    let mut next = 0;
+    let mut seen_from = 0;
+    loop {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "stuck at step {next}: {}",
+            String::from_utf8_lossy(&screen)
+        );
+        if let Ok(bytes) = rx.recv_timeout(Duration::from_millis(50)) {
+            screen.extend(bytes);
+        }
+        if let Some((wait_for, keys, after)) = steps.get(next) {
+            let text = String::from_utf8_lossy(&screen[seen_from..]).into_owned();
+            if let Some(at) = text.find(wait_for) {
+                // A real process's pace: the stop must outlast the budget.
+                std::thread::sleep(*after);
+                stdin.write_all(keys).unwrap();
+                stdin.flush().unwrap();
+                seen_from += at + wait_for.len();
+                next += 1;
+            }
+        }
+        if child.try_wait().unwrap().is_some() {
+            while let Ok(bytes) = rx.recv_timeout(Duration::from_millis(200)) {
+                screen.extend(bytes);
+            }
+            return Some(String::from_utf8_lossy(&screen).into_owned());
+        }
+    }
+}
+
+// R2.8 / R8.1: Ctrl-Z stops the command and stallguard with it (the shell
+// shows the job stopped) and pauses every budget; held longer than `idle`,
+// then `fg`: the command goes on and no stall is judged.
+#[test]
+fn ctrl_z_longer_than_idle_then_fg_resumes_without_a_stall() {
+    let cmd = format!(
+        // Quotes split the markers, so the terminal's echo of this line
+        // does not show them: only the command's output does.
+        "{} run --idle 1s -- sh -c 'echo p\"\"id=$$ rea\"\"dy; sleep 2; echo done-\"\"ok'\n",
+        env!("CARGO_BIN_EXE_stallguard")
+    );
+    let Some(screen) = under_a_job_control_shell(&[
+        ("bash", cmd.as_bytes(), Duration::from_millis(200)),
+        ("ready", b"\x1a", Duration::from_millis(300)),
+        ("Stopped", b"fg\n", Duration::from_millis(2500)),
+        ("done-ok", b"echo r\"\"c=$?\n", Duration::ZERO),
+        ("rc=", b"exit\n", Duration::ZERO),
+    ]) else {
+        return;
+    };
+    assert!(
+        screen.contains("done-ok"),
+        "the command did not go on: {screen:?}"
+    );
+    assert!(screen.contains("rc=0"), "{screen:?}");
+    assert!(!screen.contains("budget"), "a stall was judged: {screen:?}");
+    let pid = printed_pid(&screen);
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists(),
+        "command {pid} left behind"
+    );
+}
+
+// R8.1: a command stopped from outside while stallguard has no terminal is
+// said on stderr, not left silently; its budgets keep running, so the stop
+// ends as a stall (124), and the cancel's SIGCONT lets SIGTERM end it.
+#[test]
+fn a_command_stopped_without_a_terminal_is_reported_and_still_judged() {
+    let out = Command::new(env!("CARGO_BIN_EXE_stallguard"))
+        .args(["run", "--idle", "1s", "--grace", "2s", "--", "sh", "-c"])
+        .arg("echo pid=$$; kill -STOP $$; echo after")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stderr.contains("stopped by SIGSTOP"), "{stderr}");
+    assert!(stderr.contains("idle budget"), "{stderr}");
+    assert_eq!(out.status.code(), Some(124), "{stderr}");
+    let pid = printed_pid(&stdout);
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists(),
+        "command {pid} left behind"
+    );
+}

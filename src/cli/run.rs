@@ -296,10 +296,13 @@ impl Run {
         drop(done_tx);
 
         let (exit_tx, exit_rx) = tokio::sync::oneshot::channel::<io::Result<ExitStatus>>();
+        // R2.8, R8.1: stops and continues of the command reach the loop too.
+        let (jobs_tx, mut jobs_rx) = tokio::sync::mpsc::unbounded_channel();
+        drop(child);
         let waiter = std::thread::Builder::new()
             .name("stallguard-wait".into())
             .spawn(move || {
-                let _ = exit_tx.send(child.wait());
+                let _ = exit_tx.send(super::jobs::wait(pid, &jobs_tx));
             });
         if let Err(e) = waiter {
             eprintln!("stallguard: cannot wait for the command: {e}");
@@ -315,6 +318,11 @@ impl Run {
                     status = &mut exit_rx => break status,
                     _ = sigint.recv() => forward(pid, nix::sys::signal::Signal::SIGINT),
                     _ = sigterm.recv() => forward(pid, nix::sys::signal::Signal::SIGTERM),
+                    Some(job) = jobs_rx.recv() => {
+                        if let super::jobs::Job::Stopped(sig) = job {
+                            super::jobs::suspend(sig, pid, &task, terminal.as_ref(), &|l| console.line(l));
+                        }
+                    }
                     _ = tick.tick(), if console.has_status_line() => {
                         if let Some(s) = guard.status(&name) {
                             console.status(&status_line(&s, &self.profile));

@@ -57,6 +57,21 @@ impl Terminal {
     }
 }
 
+impl Terminal {
+    /// Takes the terminal back for stallguard's own group, as before a
+    /// job-control stop (the shell expects its job's group to hold it).
+    pub(crate) fn take_back(&self) {
+        let _ = give(self.ours);
+    }
+
+    /// Whether stallguard's group is the terminal's foreground one now:
+    /// after `fg` it is, after `bg` it is not.
+    pub(crate) fn ours_in_foreground(&self) -> bool {
+        // SAFETY: tcgetpgrp only reads the terminal's state.
+        unsafe { libc::tcgetpgrp(TTY) == self.ours }
+    }
+}
+
 impl Drop for Terminal {
     fn drop(&mut self) {
         let _ = give(self.ours);
