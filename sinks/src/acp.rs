@@ -82,7 +82,9 @@ struct Call {
 /// guard.advance(Duration::from_secs(10)); // one in_progress frame
 /// acp.settle("call-1", agent_client_protocol_schema::v1::ToolCallStatus::Completed).unwrap();
 /// task.finish_completed();
-/// drop((guard, acp));
+/// // The writer ends once no clone of the sink is left: the guard, and
+/// // the handle that keeps the guard alive, hold one.
+/// drop((task, guard, acp));
 /// writer.await.unwrap().unwrap();
 /// let mut text = String::new();
 /// tokio::io::AsyncReadExt::read_to_string(&mut read, &mut text).await.unwrap();
