@@ -7,6 +7,8 @@
     unreachable_pub,
     rust_2018_idioms
 )]
+#[cfg(feature = "acp")]
+pub mod acp;
 pub mod callback;
 pub mod channel;
 pub mod control;

@@ -4,13 +4,28 @@
 //! with the task's name and id and the event's own fields as structured
 //! fields, at a level that says how worried to be. Formatting and filtering
 //! are the subscriber's business, not this sink's.
+//!
+//! Each task is also a span, [`SPAN`] (fields `task`, `task_id`, `profile`),
+//! opened at its `started` event and closed after its `finished` one, with
+//! every event of the task recorded inside it: a host whose subscriber has
+//! `tracing-opentelemetry` exports one trace span per task with its events
+//! as span events, with no code of ours (R6.8).
 
-use std::fmt::Write as _;
+use std::collections::HashMap;
+use std::fmt::{self, Write as _};
+use std::sync::Arc;
 
-use tracing::Level;
+use parking_lot::Mutex;
+use tracing::{Level, Span};
 use watchdog_core::{
-    Action, ActionKind, ChildInfo, Delivery, Event, EventKind, Outcome, Sink, SinkError,
+    Action, ActionKind, ChildInfo, Delivery, Event, EventKind, Outcome, Sink, SinkError, TaskId,
 };
+
+/// Derives a task's profile from its name.
+type ProfileOf = dyn Fn(&str) -> String + Send + Sync;
+
+/// The name of the span each task is recorded in.
+pub const SPAN: &str = "stallguard.task";
 
 /// The target every record of this sink is emitted under.
 pub const TARGET: &str = "stallguard";
@@ -45,6 +60,12 @@ macro_rules! event_at {
 /// `last_output_age_ms`, `total_lines`, `total_bytes`, `idle_remaining_ms`,
 /// `deadline_ms`. Fields whose value is unknown are left out, never zero.
 ///
+/// Every record of a task is emitted inside the task's span, [`SPAN`],
+/// opened (as a child of whatever span is current where the task starts)
+/// at `started` and closed after `finished`. Its `profile` field comes from
+/// the function given to [`TracingSink::profile_of`], and is absent without
+/// one.
+///
 /// It is delivered [`Delivery::Inline`] by default: a tracing subscriber is
 /// expected not to block (use a non-blocking writer for slow outputs), and
 /// inline delivery lets a thread-local subscriber (`with_default`) see the
@@ -65,10 +86,24 @@ macro_rules! event_at {
 /// guard.advance(Duration::from_secs(5)); // logs `stalled` at WARN, `cancelling` at ERROR
 /// task.finish_completed();
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct TracingSink {
     heartbeat_level: Level,
     delivery: Delivery,
+    profile_of: Option<Arc<ProfileOf>>,
+    /// The open span of each live task, shared by clones.
+    spans: Arc<Mutex<HashMap<TaskId, Span>>>,
+}
+
+impl fmt::Debug for TracingSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TracingSink")
+            .field("heartbeat_level", &self.heartbeat_level)
+            .field("delivery", &self.delivery)
+            .field("profile_of", &self.profile_of.is_some())
+            .field("open_spans", &self.spans.lock().len())
+            .finish()
+    }
 }
 
 impl Default for TracingSink {
@@ -91,7 +126,43 @@ impl TracingSink {
         TracingSink {
             heartbeat_level: Level::DEBUG,
             delivery: Delivery::Inline,
+            profile_of: None,
+            spans: Arc::default(),
         }
+    }
+
+    /// Derives the `profile` field of a task's span from its name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stallguard_sinks::trace::TracingSink;
+    /// let sink = TracingSink::new()
+    ///     .profile_of(|name| name.split('/').next().unwrap_or("").to_owned());
+    /// # let _ = sink;
+    /// ```
+    #[must_use]
+    pub fn profile_of(mut self, f: impl Fn(&str) -> String + Send + Sync + 'static) -> Self {
+        self.profile_of = Some(Arc::new(f));
+        self
+    }
+
+    /// The task's span: opened at `started`, looked up after.
+    fn span_of(&self, e: &Event) -> Span {
+        let mut spans = self.spans.lock();
+        if let EventKind::Started { .. } = e.kind {
+            let profile = self.profile_of.as_ref().map(|f| f(&e.name));
+            let span = tracing::info_span!(
+                target: TARGET,
+                SPAN,
+                task = &*e.name,
+                task_id = e.task.as_raw(),
+                profile = profile.as_deref(),
+            );
+            spans.insert(e.task, span.clone());
+            return span;
+        }
+        spans.get(&e.task).cloned().unwrap_or_else(Span::none)
     }
 
     /// Sets the level of `heartbeat` records (`DEBUG` by default).
@@ -126,8 +197,22 @@ impl TracingSink {
     }
 }
 
-impl Sink for TracingSink {
-    fn on_event(&self, e: &Event) -> Result<(), SinkError> {
+impl TracingSink {
+    /// Records one event inside its task's span.
+    fn on_task_event(&self, e: &Event) -> Result<(), SinkError> {
+        let span = self.span_of(e);
+        let entered = span.enter();
+        self.record(e);
+        drop(entered);
+        if let EventKind::Finished { .. } = e.kind {
+            // R3.8: `finished` is the last event; the span closes with it.
+            self.spans.lock().remove(&e.task);
+        }
+        Ok(())
+    }
+
+    /// Emits the event's record, at its level, with its fields.
+    fn record(&self, e: &Event) {
         let task = &*e.name;
         let task_id = e.task.as_raw();
         let event = e.kind.type_name();
@@ -225,10 +310,17 @@ impl Sink for TracingSink {
                 tracing::info!(target: TARGET, task, task_id, event, elapsed_ms, "task event");
             }
         }
-        Ok(())
+    }
+}
+
+impl Sink for TracingSink {
+    fn on_event(&self, e: &Event) -> Result<(), SinkError> {
+        self.on_task_event(e)
     }
 
     fn on_action(&self, action: &Action) -> Result<(), SinkError> {
+        let span = self.spans.lock().get(&action.task).cloned();
+        let _entered = span.as_ref().map(Span::enter);
         let task = &*action.name;
         let task_id = action.task.as_raw();
         match &action.kind {

@@ -1,7 +1,8 @@
 //! The metrics sink against a guard on virtual time, recorded by a real
 //! `metrics` recorder (metrics-util's `DebuggingRecorder`, scoped to the
-//! test thread): counters per task and budget, Unix-time gauges that are
-//! absent until observed, never 0 (R6.4, R4.1).
+//! test thread): counters per profile and budget, live tasks by state,
+//! histograms, bounded labels (R6.8), Unix-time gauges that are absent until
+//! observed, never 0 (R6.4, R4.1).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -9,7 +10,8 @@ use metrics::{SharedString, Unit};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use metrics_util::CompositeKey;
 use stallguard_sinks::metrics::{
-    MetricsSink, CANCELS, HEARTBEATS, KILLS, LAST_CALL, LAST_PROGRESS, STALLS,
+    MetricsSink, CANCELS, HEARTBEATS, KILLS, LAST_CALL, LAST_PROGRESS, STALLS, STALL_SILENCE,
+    TASKS, TASK_DURATION,
 };
 use watchdog_core::{CallOutcome, Guard, ManualClock, Outcome, Profile, SignalKind};
 
@@ -40,27 +42,45 @@ fn counter(snap: &Snap, name: &str, labels: &[(&str, &str)]) -> u64 {
     }
 }
 
-fn gauge(snap: &Snap, name: &str, task: &str) -> Option<f64> {
-    match value(snap, name, &[("task", task)]) {
+fn gauge(snap: &Snap, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    match value(snap, name, labels) {
         Some(DebugValue::Gauge(g)) => Some(g.0),
         None => None,
         other => panic!("{name} is not a gauge: {other:?}"),
     }
 }
 
-/// Runs `scenario` with a fresh recorder installed for this thread only.
+fn histogram(snap: &Snap, name: &str, labels: &[(&str, &str)]) -> Vec<f64> {
+    match value(snap, name, labels) {
+        Some(DebugValue::Histogram(v)) => v.iter().map(|f| f.0).collect(),
+        None => Vec::new(),
+        other => panic!("{name} is not a histogram: {other:?}"),
+    }
+}
+
+/// Runs `scenario` with a fresh recorder installed for this thread only,
+/// every task in profile `default`.
 fn record(scenario: impl FnOnce(&Guard, &MetricsSink)) -> Snap {
+    record_with(MetricsSink::new(), |g, s| scenario(g, s)).0
+}
+
+/// Runs `scenario` with `sink` and a fresh thread-local recorder; the
+/// snapshot is taken while what the scenario returns (e.g. live task
+/// handles) is still alive.
+fn record_with<T>(
+    sink: MetricsSink,
+    scenario: impl FnOnce(&Guard, &MetricsSink) -> T,
+) -> (Snap, T) {
     let recorder = DebuggingRecorder::new();
     let snap = recorder.snapshotter();
     metrics::with_local_recorder(&recorder, || {
-        let sink = MetricsSink::new();
         let guard = Guard::builder()
             .clock(ManualClock::new())
-            .sink(sink)
+            .sink(sink.clone())
             .build();
-        scenario(&guard, &sink);
-    });
-    snap.snapshot().into_vec()
+        let kept = scenario(&guard, &sink);
+        (snap.snapshot().into_vec(), kept)
+    })
 }
 
 fn unix(t: SystemTime) -> f64 {
@@ -87,21 +107,14 @@ fn escalation_counts_stalls_cancels_and_kills() {
         g.advance(5 * SECOND);
         t.finish_completed();
     });
-    let build = [("task", "build")];
-    assert_eq!(
-        counter(&snap, STALLS, &[("task", "build"), ("budget", "startup")]),
-        1
-    );
-    assert_eq!(counter(&snap, CANCELS, &build), 1);
-    assert_eq!(counter(&snap, KILLS, &build), 1);
-    assert_eq!(
-        counter(&snap, STALLS, &[("task", "flaky"), ("budget", "idle")]),
-        2
-    );
-    assert_eq!(counter(&snap, CANCELS, &[("task", "flaky")]), 0);
-    // Nothing observed progress for `build`: its gauge is absent, not 0.
-    assert_eq!(gauge(&snap, LAST_PROGRESS, "build"), None);
-    assert_eq!(gauge(&snap, LAST_CALL, "build"), None);
+    let p = ("profile", "default");
+    assert_eq!(counter(&snap, STALLS, &[p, ("budget", "startup")]), 1);
+    assert_eq!(counter(&snap, CANCELS, &[p, ("reason", "stall")]), 1);
+    assert_eq!(counter(&snap, KILLS, &[p]), 1);
+    assert_eq!(counter(&snap, STALLS, &[p, ("budget", "idle")]), 2);
+    // Nothing observed progress for `build`: no stamp, not 0; `flaky`
+    // recovered nothing either (its output came before its stalls).
+    assert_eq!(gauge(&snap, LAST_CALL, &[p]), None);
 }
 
 // R3.7 / R4.1: heartbeats are counted; the progress gauge is set from a
@@ -117,8 +130,12 @@ fn heartbeats_count_and_set_progress_once_output_is_known() {
         g.advance(10 * SECOND);
         t.finish_completed();
     });
-    assert_eq!(counter(&snap, HEARTBEATS, &[("task", "sql")]), 1);
-    assert_eq!(gauge(&snap, LAST_PROGRESS, "sql"), None, "no output yet");
+    assert_eq!(counter(&snap, HEARTBEATS, &[("profile", "default")]), 1);
+    assert_eq!(
+        gauge(&snap, LAST_PROGRESS, &[("profile", "default")]),
+        None,
+        "no output yet"
+    );
 
     let snap = record(|g, _| {
         let profile = Profile::default()
@@ -130,8 +147,8 @@ fn heartbeats_count_and_set_progress_once_output_is_known() {
         g.advance(28 * SECOND); // heartbeats at 30 s and 40 s
         t.finish_completed();
     });
-    assert!(counter(&snap, HEARTBEATS, &[("task", "sql")]) >= 2);
-    let at = gauge(&snap, LAST_PROGRESS, "sql").expect("set from a heartbeat");
+    assert!(counter(&snap, HEARTBEATS, &[("profile", "default")]) >= 2);
+    let at = gauge(&snap, LAST_PROGRESS, &[("profile", "default")]).expect("set from a heartbeat");
     assert!(
         (at - (WALL0 + 12.0)).abs() < 1e-3,
         "last output at 12 s, got {}",
@@ -148,7 +165,7 @@ fn heartbeats_count_and_set_progress_once_output_is_known() {
         t.output(1, 0); // recovered at 7 s
         t.finish_completed();
     });
-    let at = gauge(&snap, LAST_PROGRESS, "flaky").expect("set from recovered");
+    let at = gauge(&snap, LAST_PROGRESS, &[("profile", "default")]).expect("set from recovered");
     assert!((at - (WALL0 + 7.0)).abs() < 1e-3, "{}", at - WALL0);
 }
 
@@ -166,11 +183,15 @@ fn observe_exports_last_progress_and_last_call_from_status() {
         t.finish_completed();
     });
     assert_eq!(
-        gauge(&snap, LAST_PROGRESS, "turn"),
+        gauge(&snap, LAST_PROGRESS, &[("profile", "default")]),
         None,
         "a heartbeat is not progress"
     );
-    assert_eq!(gauge(&snap, LAST_CALL, "turn"), None, "no call observed");
+    assert_eq!(
+        gauge(&snap, LAST_CALL, &[("profile", "default")]),
+        None,
+        "no call observed"
+    );
 
     let snap = record(|g, sink| {
         let t = g
@@ -192,12 +213,197 @@ fn observe_exports_last_progress_and_last_call_from_status() {
         sink.observe(&status);
         t.finish_completed();
     });
-    let call = gauge(&snap, LAST_CALL, "turn").expect("last call set");
+    let call = gauge(&snap, LAST_CALL, &[("profile", "default")]).expect("last call set");
     assert!((call - (WALL0 + 7.0)).abs() < 1e-3, "{}", call - WALL0);
-    let progress = gauge(&snap, LAST_PROGRESS, "turn").expect("last progress set");
+    let progress =
+        gauge(&snap, LAST_PROGRESS, &[("profile", "default")]).expect("last progress set");
     assert!(
         (progress - (WALL0 + 8.0)).abs() < 1e-3,
         "{}",
         progress - WALL0
+    );
+}
+
+/// The part of a task name before its `/`: the fleet's profile label.
+fn by_prefix() -> MetricsSink {
+    MetricsSink::new().profile_of(|name| name.split('/').next().unwrap_or("").to_owned().into())
+}
+
+// R6.8: a fleet of many differently named turns makes a fixed number of
+// series: no series carries a `task` label unless asked for.
+#[test]
+fn many_tasks_make_no_task_labelled_series() {
+    let (snap, ()) = record_with(by_prefix(), |g, sink| {
+        let profile = Profile::default()
+            .idle(5 * SECOND)
+            .terminate_after(0)
+            .heartbeat_interval(Some(2 * SECOND));
+        for i in 0..200 {
+            let kind = if i % 2 == 0 { "agent" } else { "review" };
+            let t = g
+                .start(format!("{kind}/turn-{i}"), profile.clone())
+                .unwrap();
+            t.output(1, 1);
+            g.advance(6 * SECOND);
+            t.output(1, 1);
+            sink.observe(&t.status().unwrap());
+            t.finish_completed();
+        }
+    });
+    for (key, _, _, _) in &snap {
+        let key = key.key();
+        assert!(
+            key.labels().all(|l| l.key() != "task"),
+            "{} carries a task label",
+            key.name()
+        );
+    }
+    assert!(snap.len() <= 20, "{} series for 200 tasks", snap.len());
+    assert_eq!(
+        counter(&snap, STALLS, &[("profile", "agent"), ("budget", "idle")]),
+        100
+    );
+    assert_eq!(
+        counter(&snap, STALLS, &[("profile", "review"), ("budget", "idle")]),
+        100
+    );
+    assert_eq!(
+        histogram(
+            &snap,
+            TASK_DURATION,
+            &[("profile", "agent"), ("outcome", "completed")]
+        )
+        .len(),
+        100
+    );
+}
+
+// R6.8: per-task series exist only behind the explicit opt-in.
+#[test]
+fn per_task_series_only_when_asked_for() {
+    let (snap, ()) = record_with(MetricsSink::new().per_task(true), |g, sink| {
+        let t = g
+            .start("turn-1", Profile::default().heartbeat_interval(None))
+            .unwrap();
+        g.advance(2 * SECOND);
+        t.output(5, 1);
+        sink.observe(&t.status().unwrap());
+        t.finish_completed();
+    });
+    let at = gauge(
+        &snap,
+        LAST_PROGRESS,
+        &[("profile", "default"), ("task", "turn-1")],
+    )
+    .expect("per-task stamp");
+    assert!((at - (WALL0 + 2.0)).abs() < 1e-3, "{}", at - WALL0);
+}
+
+// R6.8: `stallguard_tasks{state}` is moved by the events themselves:
+// started → working, stalled → stalled, recovered → working, cancelling →
+// cancelling, finished → gone; no polling.
+#[test]
+fn live_tasks_by_state_follow_the_events() {
+    let (snap, _kept) = record_with(MetricsSink::new(), |g, _| {
+        let quiet = Profile::default()
+            .idle(5 * SECOND)
+            .terminate_after(0)
+            .heartbeat_interval(None);
+        let busy = g.start("busy", quiet.clone()).unwrap();
+        let stuck = g.start("stuck", quiet.clone()).unwrap();
+        let back = g.start("back", quiet.clone()).unwrap();
+        let doomed = g
+            .start(
+                "doomed",
+                quiet.clone().terminate_after(1).grace_period(60 * SECOND),
+            )
+            .unwrap();
+        let done = g.start("done", quiet).unwrap();
+        done.finish_completed();
+        g.advance(3 * SECOND);
+        busy.output(1, 1);
+        g.advance(3 * SECOND); // stuck, back and doomed stall at 5 s
+        back.output(1, 1); // recovered
+        busy.output(1, 1);
+        vec![busy, stuck, back, doomed]
+    });
+    assert_eq!(gauge(&snap, TASKS, &[("state", "working")]), Some(2.0));
+    assert_eq!(gauge(&snap, TASKS, &[("state", "stalled")]), Some(1.0));
+    assert_eq!(gauge(&snap, TASKS, &[("state", "cancelling")]), Some(1.0));
+    assert_eq!(
+        counter(
+            &snap,
+            CANCELS,
+            &[("profile", "default"), ("reason", "stall")]
+        ),
+        1
+    );
+    // Three verdicts at 5 s of startup silence.
+    assert_eq!(
+        histogram(
+            &snap,
+            STALL_SILENCE,
+            &[("profile", "default"), ("budget", "startup")]
+        ),
+        vec![5.0; 3]
+    );
+    assert_eq!(
+        histogram(
+            &snap,
+            TASK_DURATION,
+            &[("profile", "default"), ("outcome", "completed")]
+        ),
+        vec![0.0]
+    );
+}
+
+// R6.8: every task that settles leaves the state gauge at zero, whatever
+// its path; the cancel reason is the verdict's kind, never its free text.
+#[test]
+fn settled_tasks_leave_no_live_count_and_reasons_are_kinds() {
+    let (snap, ()) = record_with(MetricsSink::new(), |g, _| {
+        let p = Profile::default()
+            .idle(60 * SECOND)
+            .deadline(8 * SECOND)
+            .grace_period(SECOND)
+            .heartbeat_interval(None);
+        let a = g.start("deadline", p.clone()).unwrap();
+        let b = g.start("requested", p.clone()).unwrap();
+        let c = g.start("triggered", p).unwrap();
+        b.cancel("operator said so").unwrap();
+        c.trigger("tool reported a loop").unwrap();
+        g.advance(9 * SECOND);
+        g.advance(2 * SECOND);
+        for t in [a, b, c] {
+            t.finish(Outcome::Cancelled, None, Some(15)).unwrap();
+        }
+    });
+    for state in ["working", "stalled", "cancelling"] {
+        // Never touched (stalled, here) or back to zero.
+        assert_eq!(
+            gauge(&snap, TASKS, &[("state", state)]).unwrap_or(0.0),
+            0.0,
+            "{state}"
+        );
+    }
+    for reason in ["deadline", "requested", "triggered"] {
+        assert_eq!(
+            counter(
+                &snap,
+                CANCELS,
+                &[("profile", "default"), ("reason", reason)]
+            ),
+            1,
+            "{reason}"
+        );
+    }
+    assert_eq!(
+        histogram(
+            &snap,
+            TASK_DURATION,
+            &[("profile", "default"), ("outcome", "cancelled")]
+        )
+        .len(),
+        3
     );
 }

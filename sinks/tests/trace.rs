@@ -23,6 +23,16 @@ struct Captured {
     level: Level,
     target: String,
     fields: BTreeMap<String, String>,
+    /// The span the record was emitted in, if any.
+    span: Option<u64>,
+}
+
+/// One captured span: its name and fields, and whether it was closed.
+#[derive(Clone, Debug)]
+struct CapturedSpan {
+    name: String,
+    fields: BTreeMap<String, String>,
+    closed: bool,
 }
 
 impl Captured {
@@ -31,11 +41,15 @@ impl Captured {
     }
 }
 
-/// The smallest real subscriber: keeps every event, ignores spans.
+/// The smallest real subscriber: keeps every event and span, and which
+/// span each event was emitted in (the test is single-threaded, so one
+/// stack of entered spans is enough).
 #[derive(Clone, Default)]
 struct Capture {
     records: Arc<Mutex<Vec<Captured>>>,
     next_span: Arc<AtomicU64>,
+    spans: Arc<Mutex<BTreeMap<u64, CapturedSpan>>>,
+    entered: Arc<Mutex<Vec<u64>>>,
 }
 
 struct FieldText<'a>(&'a mut BTreeMap<String, String>);
@@ -62,8 +76,25 @@ impl Subscriber for Capture {
     fn enabled(&self, _: &Metadata<'_>) -> bool {
         true
     }
-    fn new_span(&self, _: &Attributes<'_>) -> Id {
-        Id::from_u64(self.next_span.fetch_add(1, Ordering::Relaxed) + 1)
+    fn new_span(&self, attrs: &Attributes<'_>) -> Id {
+        let id = self.next_span.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut fields = BTreeMap::new();
+        attrs.record(&mut FieldText(&mut fields));
+        self.spans.lock().insert(
+            id,
+            CapturedSpan {
+                name: attrs.metadata().name().into(),
+                fields,
+                closed: false,
+            },
+        );
+        Id::from_u64(id)
+    }
+    fn try_close(&self, id: Id) -> bool {
+        if let Some(span) = self.spans.lock().get_mut(&id.into_u64()) {
+            span.closed = true;
+        }
+        true
     }
     fn record(&self, _: &Id, _: &Record<'_>) {}
     fn record_follows_from(&self, _: &Id, _: &Id) {}
@@ -74,10 +105,18 @@ impl Subscriber for Capture {
             level: *event.metadata().level(),
             target: event.metadata().target().into(),
             fields,
+            span: self.entered.lock().last().copied(),
         });
     }
-    fn enter(&self, _: &Id) {}
-    fn exit(&self, _: &Id) {}
+    fn enter(&self, id: &Id) {
+        self.entered.lock().push(id.into_u64());
+    }
+    fn exit(&self, id: &Id) {
+        let mut entered = self.entered.lock();
+        if entered.last() == Some(&id.into_u64()) {
+            entered.pop();
+        }
+    }
 }
 
 impl Capture {
@@ -306,4 +345,55 @@ fn a_stall_names_its_suspect_children() {
         stalled.field("suspects"),
         Some("grep[7] disk_wait in io_schedule")
     );
+}
+
+// R6.8: each task is one span (`task`, `task_id`, `profile`) holding all
+// of its events, closed after `finished`; two tasks, two spans.
+#[test]
+fn each_task_is_a_span_holding_its_events() {
+    let sink = TracingSink::new().profile_of(|name| name.split('/').next().unwrap_or("").into());
+    let cap = capture(sink, |g| {
+        let profile = Profile::default()
+            .idle(5 * SECOND)
+            .terminate_after(0)
+            .heartbeat_interval(None);
+        let a = g.start("agent/turn-1", profile.clone()).unwrap();
+        let b = g.start("review/turn-2", profile).unwrap();
+        g.advance(5 * SECOND);
+        a.output(1, 1);
+        a.finish_completed();
+        b.output(1, 1);
+        g.advance(SECOND);
+        b.finish_completed();
+    });
+    let spans = cap.spans.lock().clone();
+    let tasks: Vec<&CapturedSpan> = spans
+        .values()
+        .filter(|s| s.name == stallguard_sinks::trace::SPAN)
+        .collect();
+    assert_eq!(tasks.len(), 2, "{spans:?}");
+    for (id, span) in &spans {
+        if span.name != stallguard_sinks::trace::SPAN {
+            continue;
+        }
+        assert!(span.closed, "span of {:?} still open", span.fields);
+        let task = span.fields["task"].clone();
+        let profile = task.split('/').next().unwrap();
+        assert_eq!(
+            span.fields.get("profile").map(String::as_str),
+            Some(profile)
+        );
+        let events: Vec<String> = cap
+            .records()
+            .into_iter()
+            .filter(|r| r.field("task") == Some(&task))
+            .inspect(|r| assert_eq!(r.span, Some(*id), "{r:?} outside its span"))
+            .filter_map(|r| r.field("event").map(str::to_owned))
+            .collect();
+        assert_eq!(
+            events,
+            ["started", "stalled", "recovered", "finished"],
+            "{task}"
+        );
+    }
 }
