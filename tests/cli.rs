@@ -6,51 +6,13 @@
 
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
-use std::process::{Child, Output, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 mod common;
-use common::{events, stallguard, types};
-
-/// Generous bound for anything that should take a couple of seconds.
-const BOUND: Duration = Duration::from_secs(30);
-
-/// Waits for `child` with a bound, killing it if the bound passes.
-fn wait_bounded(mut child: Child) -> Output {
-    let start = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        if start.elapsed() > BOUND {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "stallguard did not exit within {BOUND:?}; stderr: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        // A real process is being waited on.
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn run(dir: &Path, args: &[&str]) -> Output {
-    let child = stallguard(dir)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_bounded(child)
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
+use common::{events, run, stallguard, stderr, types, wait_bounded, BOUND};
 
 // R2.1, R8.1: output renews the idle budget; a steady printer is never stopped.
 #[test]

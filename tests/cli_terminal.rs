@@ -99,15 +99,23 @@ fn no_status_line_when_stderr_is_not_a_terminal() {
 /// group), typing `input` once the terminal shows `ready`; returns the
 /// exit status and everything the terminal showed.
 fn interactive(args: &str, input: &[u8]) -> Option<(Option<i32>, String)> {
+    let cmd = format!("{} {args}", env!("CARGO_BIN_EXE_stallguard"));
+    on_a_pty(&cmd, &[("ready", input, Duration::ZERO)])
+}
+
+/// Runs `cmd` under `script` on a real pty that is the controlling
+/// terminal of a new session. Each step waits until the screen shows its
+/// text (after the previous step's), waits its pause, then types its keys.
+/// Returns the exit status and everything the terminal showed.
+fn on_a_pty(cmd: &str, steps: &[(&str, &[u8], Duration)]) -> Option<(Option<i32>, String)> {
     use std::io::{Read, Write};
     if Command::new("script").arg("--version").output().is_err() {
         eprintln!("SKIPPED: util-linux `script` is not installed");
         return None;
     }
     let dir = tempfile::tempdir().unwrap();
-    let cmd = format!("{} {args}", env!("CARGO_BIN_EXE_stallguard"));
     let mut child = Command::new("script")
-        .args(["-qec", &cmd, "/dev/null"])
+        .args(["-qec", cmd, "/dev/null"])
         .current_dir(dir.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -127,20 +135,27 @@ fn interactive(args: &str, input: &[u8]) -> Option<(Option<i32>, String)> {
     });
     let start = Instant::now();
     let mut screen = Vec::new();
-    let mut typed = false;
+    let mut next = 0;
+    let mut seen_from = 0;
     loop {
         assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "did not exit: {}",
+            start.elapsed() < Duration::from_secs(60),
+            "stuck at step {next}: {}",
             String::from_utf8_lossy(&screen)
         );
         if let Ok(bytes) = rx.recv_timeout(Duration::from_millis(50)) {
             screen.extend(bytes);
         }
-        if !typed && String::from_utf8_lossy(&screen).contains("ready") {
-            stdin.write_all(input).unwrap();
-            stdin.flush().unwrap();
-            typed = true;
+        if let Some((wait_for, keys, pause)) = steps.get(next) {
+            let text = String::from_utf8_lossy(&screen[seen_from..]).into_owned();
+            if let Some(at) = text.find(wait_for) {
+                // A real process's pace (a stop that must outlast a budget).
+                std::thread::sleep(*pause);
+                stdin.write_all(keys).unwrap();
+                stdin.flush().unwrap();
+                seen_from += at + wait_for.len();
+                next += 1;
+            }
         }
         if let Some(status) = child.try_wait().unwrap() {
             while let Ok(bytes) = rx.recv_timeout(Duration::from_millis(200)) {
@@ -201,68 +216,6 @@ fn ctrl_c_ends_a_command_blocked_reading_the_terminal() {
     );
 }
 
-/// Drives an interactive bash (job control on) on a real pty: each step
-/// waits until the screen shows its text, then types its keys; returns the
-/// screen once bash has exited.
-fn under_a_job_control_shell(steps: &[(&str, &[u8], Duration)]) -> Option<String> {
-    use std::io::{Read, Write};
-    if Command::new("script").arg("--version").output().is_err() {
-        eprintln!("SKIPPED: util-linux `script` is not installed");
-        return None;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new("script")
-        .args(["-qec", "bash --norc --noprofile -i", "/dev/null"])
-        .current_dir(dir.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = stdout.read(&mut buf) {
-            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
-                break;
-            }
-        }
-    });
-    let start = Instant::now();
-    let mut screen = Vec::new();
-    let mut next = 0;
-    let mut seen_from = 0;
-    loop {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "stuck at step {next}: {}",
-            String::from_utf8_lossy(&screen)
-        );
-        if let Ok(bytes) = rx.recv_timeout(Duration::from_millis(50)) {
-            screen.extend(bytes);
-        }
-        if let Some((wait_for, keys, after)) = steps.get(next) {
-            let text = String::from_utf8_lossy(&screen[seen_from..]).into_owned();
-            if let Some(at) = text.find(wait_for) {
-                // A real process's pace: the stop must outlast the budget.
-                std::thread::sleep(*after);
-                stdin.write_all(keys).unwrap();
-                stdin.flush().unwrap();
-                seen_from += at + wait_for.len();
-                next += 1;
-            }
-        }
-        if child.try_wait().unwrap().is_some() {
-            while let Ok(bytes) = rx.recv_timeout(Duration::from_millis(200)) {
-                screen.extend(bytes);
-            }
-            return Some(String::from_utf8_lossy(&screen).into_owned());
-        }
-    }
-}
-
 // R2.8 / R8.1: Ctrl-Z stops the command and stallguard with it (the shell
 // shows the job stopped) and pauses every budget; held longer than `idle`,
 // then `fg`: the command goes on and no stall is judged.
@@ -274,13 +227,17 @@ fn ctrl_z_longer_than_idle_then_fg_resumes_without_a_stall() {
         "{} run --idle 1s -- sh -c 'echo p\"\"id=$$ rea\"\"dy; sleep 2; echo done-\"\"ok'\n",
         env!("CARGO_BIN_EXE_stallguard")
     );
-    let Some(screen) = under_a_job_control_shell(&[
-        ("bash", cmd.as_bytes(), Duration::from_millis(200)),
-        ("ready", b"\x1a", Duration::from_millis(300)),
-        ("Stopped", b"fg\n", Duration::from_millis(2500)),
-        ("done-ok", b"echo r\"\"c=$?\n", Duration::ZERO),
-        ("rc=", b"exit\n", Duration::ZERO),
-    ]) else {
+    // An interactive bash: job control on, as in a user's terminal.
+    let Some((_, screen)) = on_a_pty(
+        "bash --norc --noprofile -i",
+        &[
+            ("bash", cmd.as_bytes(), Duration::from_millis(200)),
+            ("ready", b"\x1a", Duration::from_millis(300)),
+            ("Stopped", b"fg\n", Duration::from_millis(2500)),
+            ("done-ok", b"echo r\"\"c=$?\n", Duration::ZERO),
+            ("rc=", b"exit\n", Duration::ZERO),
+        ],
+    ) else {
         return;
     };
     assert!(

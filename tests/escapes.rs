@@ -5,51 +5,13 @@
 //! checks that none of them is left running. Every wait is bounded.
 
 use std::path::Path;
-use std::process::{Child, Output, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 mod common;
-use common::{events, stallguard, types};
-
-/// Generous bound for a run that should take a few seconds.
-const BOUND: Duration = Duration::from_secs(30);
-
-/// Waits for `child` with a bound, killing it if the bound passes: a hang
-/// fails the test instead of stalling the suite.
-fn wait_bounded(mut child: Child) -> Output {
-    let start = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        if start.elapsed() > BOUND {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "stallguard did not exit within {BOUND:?}; stderr: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        // A real process is being waited on.
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn run(dir: &Path, args: &[&str]) -> Output {
-    let child = stallguard(dir)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_bounded(child)
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
+use common::{events, run, stallguard, stderr, types, wait_bounded, BOUND};
 
 /// The pid the command wrote to `file` in `dir`.
 fn pid_in(dir: &Path, file: &str) -> u32 {
