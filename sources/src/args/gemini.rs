@@ -33,8 +33,7 @@ use std::hash::{BuildHasher, RandomState};
 use serde_json::Value;
 use watchdog_core::Recorder;
 
-use super::openai::Acc;
-use super::{json_index, json_str, ArgumentTracker, Freshness, Parse, Rejection, Step};
+use super::{json_index, json_str, Acc, ArgumentTracker, Freshness, Parse, Rejection, Step};
 
 /// Feeds Gemini `streamGenerateContent` chunks to an [`ArgumentTracker`].
 ///

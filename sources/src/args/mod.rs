@@ -689,3 +689,34 @@ impl From<Rejection> for Parse {
         Parse(r)
     }
 }
+
+/// Folds the results of one chunk's parts into one answer, for the
+/// adapters whose chunks carry several (OpenAI chat, Gemini).
+#[derive(Default)]
+struct Acc {
+    renewed: bool,
+    tracked: bool,
+    first_rejection: Option<Rejection>,
+}
+
+impl Acc {
+    fn push(&mut self, r: Result<Step, Rejection>) {
+        match r {
+            Ok(Step::Renewed) => self.renewed = true,
+            Ok(Step::Tracked) => self.tracked = true,
+            Ok(Step::Ignored) => {}
+            Err(e) => {
+                self.first_rejection.get_or_insert(e);
+            }
+        }
+    }
+
+    fn result(&self) -> Result<Step, Rejection> {
+        match (self.renewed, self.first_rejection, self.tracked) {
+            (true, _, _) => Ok(Step::Renewed),
+            (false, Some(e), _) => Err(e),
+            (false, None, true) => Ok(Step::Tracked),
+            (false, None, false) => Ok(Step::Ignored),
+        }
+    }
+}

@@ -36,7 +36,7 @@ use std::hash::{BuildHasher, RandomState};
 use serde_json::Value;
 use watchdog_core::Recorder;
 
-use super::{json_index, json_str, ArgumentTracker, Parse, Rejection, Step};
+use super::{json_index, json_str, Acc, ArgumentTracker, Parse, Rejection, Step};
 
 /// Responses sharing one `created` second that can still be told apart.
 const PER_SECOND: i64 = 1 << 16;
@@ -278,35 +278,5 @@ fn timestamp(v: Option<&Value>) -> Result<i64, Parse> {
         (Some(s), _) if s < 0 => Err(Parse(Rejection::NegativeTimestamp)),
         (Some(s), _) if s < i64::MAX / PER_SECOND => Ok(s),
         _ => Err(Parse(Rejection::BadTimestamp)),
-    }
-}
-
-/// Folds the results of one chunk's parts into one answer.
-#[derive(Default)]
-pub(super) struct Acc {
-    renewed: bool,
-    tracked: bool,
-    first_rejection: Option<Rejection>,
-}
-
-impl Acc {
-    pub(super) fn push(&mut self, r: Result<Step, Rejection>) {
-        match r {
-            Ok(Step::Renewed) => self.renewed = true,
-            Ok(Step::Tracked) => self.tracked = true,
-            Ok(Step::Ignored) => {}
-            Err(e) => {
-                self.first_rejection.get_or_insert(e);
-            }
-        }
-    }
-
-    pub(super) fn result(&self) -> Result<Step, Rejection> {
-        match (self.renewed, self.first_rejection, self.tracked) {
-            (true, _, _) => Ok(Step::Renewed),
-            (false, Some(e), _) => Err(e),
-            (false, None, true) => Ok(Step::Tracked),
-            (false, None, false) => Ok(Step::Ignored),
-        }
     }
 }
