@@ -234,6 +234,7 @@ impl Guard {
         Ok(Task {
             handle: Arc::new(handle),
             cancel,
+            shared: Arc::clone(&self.shared),
         })
     }
 
@@ -287,6 +288,7 @@ impl Guard {
 struct Task {
     handle: Arc<watchdog_core::TaskHandle>,
     cancel: Arc<CancelState>,
+    shared: Arc<Shared>,
 }
 
 #[pymethods]
@@ -408,15 +410,10 @@ impl Task {
 
     /// The task's status dict (R4.2), or None once it has finished.
     fn status(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        let Some(s) = self.handle.status() else {
-            return Ok(None);
-        };
-        let json = serde_json::to_string(&s).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-        Ok(Some(
-            PyModule::import(py, "json")?
-                .call_method1("loads", (json,))?
-                .unbind(),
-        ))
+        self.handle
+            .status()
+            .map(|s| to_py(py, &self.shared, &s))
+            .transpose()
     }
 
     /// Settles the task: "completed", "failed" or "cancelled". `finished`
