@@ -275,3 +275,172 @@ fn a_command_stopped_without_a_terminal_is_reported_and_still_judged() {
         "command {pid} left behind"
     );
 }
+
+/// Every live status line on `screen`, as (elapsed, silent) in seconds.
+fn status_figures(screen: &str) -> Vec<(f64, f64)> {
+    screen
+        .match_indices("s elapsed | silent ")
+        .filter_map(|(at, m)| {
+            let elapsed = screen[..at].rsplit(' ').next()?.parse().ok()?;
+            let rest = &screen[at + m.len()..];
+            let silent = rest[..rest.find('s')?].parse().ok()?;
+            Some((elapsed, silent))
+        })
+        .collect()
+}
+
+// R8.4 with R8.1: while the command waits for the user to type on the
+// terminal it holds, no status line is drawn, so none lands in the middle
+// of the typed text; the round-trip is intact.
+#[test]
+fn no_status_line_while_the_command_waits_for_typing() {
+    let cmd = format!(
+        "{} run --idle 20s -- sh -c 'echo ready; read x; echo \"got:$x\"'",
+        env!("CARGO_BIN_EXE_stallguard")
+    );
+    // Three redraw periods pass while the command waits in `read`.
+    let Some((code, screen)) =
+        on_a_pty(&cmd, &[("ready", b"hello\n", Duration::from_millis(3000))])
+    else {
+        return;
+    };
+    assert!(screen.contains("got:hello"), "no round-trip: {screen:?}");
+    assert_eq!(code, Some(0), "{screen:?}");
+    assert!(
+        status_figures(&screen).is_empty(),
+        "a status line was drawn while the command read the terminal: {screen:?}"
+    );
+}
+
+// R8.4: a command that puts the terminal in raw mode draws the screen
+// itself (an editor, a line-editing REPL): no status line over it.
+#[test]
+fn no_status_line_over_a_command_in_raw_mode() {
+    let Some(screen) = on_a_terminal(
+        "run --idle 20s -- sh -c 'stty -icanon; echo raw; sleep 2.5; stty icanon; echo done'",
+    ) else {
+        return;
+    };
+    assert!(screen.contains("done"), "{screen:?}");
+    assert!(
+        status_figures(&screen).is_empty(),
+        "a status line was drawn in raw mode: {screen:?}"
+    );
+}
+
+// R2.8 / R8.4: the silence the status line shows leaves out a Ctrl-Z pause,
+// as the budgets do; elapsed does not. Held 2.5 s, so elapsed runs ahead of
+// silence by at least 2 s (generous: a real shell and process are paced).
+#[test]
+fn status_line_silence_leaves_out_a_ctrl_z_pause() {
+    let cmd = format!(
+        "{} run --idle 30s -- sh -c 'echo rea\"\"dy; sleep 6; echo done-\"\"ok'\n",
+        env!("CARGO_BIN_EXE_stallguard")
+    );
+    let Some((_, screen)) = on_a_pty(
+        "bash --norc --noprofile -i",
+        &[
+            ("bash", cmd.as_bytes(), Duration::from_millis(200)),
+            ("ready", b"\x1a", Duration::from_millis(300)),
+            ("Stopped", b"fg\n", Duration::from_millis(2500)),
+            ("done-ok", b"exit\n", Duration::ZERO),
+        ],
+    ) else {
+        return;
+    };
+    let after_fg = &screen[screen.find("Stopped").expect("no job stop")..];
+    let figures = status_figures(after_fg);
+    let &(elapsed, silent) = figures
+        .last()
+        .unwrap_or_else(|| panic!("no status line after fg: {screen:?}"));
+    assert!(
+        elapsed - silent >= 2.0,
+        "the pause counted as silence: elapsed {elapsed}, silent {silent}: {screen:?}"
+    );
+}
+
+/// Whether `program` runs here; says SKIPPED when it does not.
+fn have(program: &str) -> bool {
+    let ok = Command::new(program)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("SKIPPED: `{program}` is not installed");
+    }
+    ok
+}
+
+// R8.1, as a user tries it: a REPL under `stallguard run` reads what is
+// typed at its prompt and answers, and exits on `exit()`.
+#[test]
+fn a_python_repl_works_under_stallguard() {
+    if !have("python3") {
+        return;
+    }
+    let cmd = format!(
+        "{} run --idle 20s -- python3 -q -i",
+        env!("CARGO_BIN_EXE_stallguard")
+    );
+    let Some((code, screen)) = on_a_pty(
+        &cmd,
+        &[
+            (">>> ", b"print(6 * 7)\n", Duration::ZERO),
+            ("42", b"exit()\n", Duration::ZERO),
+        ],
+    ) else {
+        return;
+    };
+    assert!(screen.contains("42"), "the REPL did not answer: {screen:?}");
+    assert_eq!(code, Some(0), "{screen:?}");
+}
+
+// R8.1: a password prompt (`getpass` opens /dev/tty, turns echo off and
+// reads) gets what is typed, and the secret is not shown.
+#[test]
+fn a_password_prompt_works_under_stallguard() {
+    if !have("python3") {
+        return;
+    }
+    let cmd = format!(
+        "{} run --idle 20s -- python3 -c 'import getpass; p = getpass.getpass(\"pass\"\"word: \"); print(\"length\", len(p))'",
+        env!("CARGO_BIN_EXE_stallguard")
+    );
+    let Some((code, screen)) = on_a_pty(&cmd, &[("password: ", b"s3cr3t\n", Duration::ZERO)])
+    else {
+        return;
+    };
+    assert!(screen.contains("length 6"), "no password read: {screen:?}");
+    assert!(
+        !screen.contains("s3cr3t"),
+        "the secret was echoed: {screen:?}"
+    );
+    assert_eq!(code, Some(0), "{screen:?}");
+}
+
+// R8.1: an agent CLI's approval question (Node's readline, the library
+// the Node agent CLIs ask with) reads the answer typed at the terminal.
+#[test]
+fn an_approval_prompt_in_node_works_under_stallguard() {
+    if !have("node") {
+        return;
+    }
+    let script = "const rl = require('readline').createInterface({input: process.stdin, output: process.stdout}); \
+                  rl.question('Run rm -rf build? [y/N] ', a => { console.log('answer=' + a); rl.close(); });";
+    let cmd = format!(
+        "{} run --idle 20s -- node -e \"{script}\"",
+        env!("CARGO_BIN_EXE_stallguard")
+    );
+    let Some((code, screen)) = on_a_pty(&cmd, &[("[y/N] ", b"y\n", Duration::from_millis(1500))])
+    else {
+        return;
+    };
+    assert!(screen.contains("answer=y"), "no answer read: {screen:?}");
+    assert!(
+        status_figures(&screen).is_empty(),
+        "a status line was drawn over the question: {screen:?}"
+    );
+    assert_eq!(code, Some(0), "{screen:?}");
+}

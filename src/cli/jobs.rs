@@ -60,21 +60,22 @@ pub(crate) fn wait(
 /// when continued, hand the terminal back if it is in the foreground again,
 /// continue the command's group and resume. Without a terminal (stdin is
 /// not one), the stop is said on stderr and the budgets keep running: a
-/// command left stopped there is a stall like any other.
+/// command left stopped there is a stall like any other. Returns whether
+/// the task was paused.
 pub(crate) fn suspend(
     signal: i32,
     pgid: u32,
     task: &TaskHandle,
     terminal: Option<&Terminal>,
     say: &dyn Fn(&str),
-) {
+) -> bool {
     let name = signal_name(signal);
     let Some(terminal) = terminal else {
         say(&format!(
             "stallguard: the command was stopped by {name}; its budgets keep running"
         ));
         task.set_step(format!("stopped by {name}"));
-        return;
+        return false;
     };
     let _ = task.pause();
     terminal.take_back();
@@ -93,6 +94,7 @@ pub(crate) fn suspend(
         }
     }
     let _ = task.resume();
+    true
 }
 
 fn signal_name(signal: i32) -> String {

@@ -15,6 +15,7 @@ pub(crate) mod report;
 pub(crate) mod run;
 pub(crate) mod stream;
 pub(crate) mod terminal;
+pub(crate) mod typing;
 
 /// 124: stallguard stopped the command, as GNU `timeout` (R8.2).
 pub(crate) const EXIT_STOPPED: u8 = 124;

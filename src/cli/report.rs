@@ -5,7 +5,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use stallguard::{
     Budget, ChildInfo, Delivery, Event, EventKind, LeftoverAction, ProcState, Profile, Sink,
@@ -181,14 +181,48 @@ fn suspects(children: &[ChildInfo]) -> String {
     }
 }
 
-/// Renders the live status line (R8.4).
-pub(crate) fn status_line(status: &TaskStatus, profile: &Profile) -> String {
-    let silence = profile
+/// The spans the task spent paused by job control (R2.8), so that the
+/// status line's silence leaves them out, as the budgets do.
+#[derive(Debug, Default)]
+pub(crate) struct Pauses(Vec<(Instant, Instant)>);
+
+impl Pauses {
+    /// Records a pause from `from` to `to`.
+    pub(crate) fn add(&mut self, from: Instant, to: Instant) {
+        if from < to {
+            self.0.push((from, to));
+        }
+    }
+
+    /// How much of the `window` that ends at `now` was spent paused.
+    pub(crate) fn within(&self, window: Duration, now: Instant) -> Duration {
+        let start = now.checked_sub(window);
+        self.0
+            .iter()
+            .map(|&(from, to)| {
+                let from = start.map_or(from, |s| from.max(s));
+                to.min(now).saturating_duration_since(from)
+            })
+            .sum()
+    }
+}
+
+/// Renders the live status line (R8.4). Its silence is the age of the
+/// freshest signal that renews the budgets, less the time spent paused
+/// (Ctrl-Z) within it; elapsed and output ages are wall time.
+pub(crate) fn status_line(
+    status: &TaskStatus,
+    profile: &Profile,
+    pauses: &Pauses,
+    now: Instant,
+) -> String {
+    let age = profile
         .renewed_by
         .iter()
         .filter_map(|k| status.last_of(k).map(|s| s.age))
         .min()
         .unwrap_or(status.elapsed);
+    let silence = age.saturating_sub(pauses.within(age, now));
     let output = status
         .last_output_age
         .map_or_else(|| "none yet".to_owned(), |a| format!("{} ago", secs(a)));
@@ -211,6 +245,62 @@ fn secs(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // R2.8 / R8.4: a Ctrl-Z pause inside the silence does not count as
+    // silence; one before it, or the part of one before it, does not
+    // either way.
+    #[test]
+    fn pauses_are_taken_out_of_the_silence_window_they_overlap() {
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let mut pauses = Pauses::default();
+        pauses.add(at(10), at(13));
+        pauses.add(at(20), at(21));
+        pauses.add(at(5), at(5));
+        let now = at(30);
+        assert_eq!(pauses.within(Duration::from_secs(5), now), Duration::ZERO);
+        assert_eq!(
+            pauses.within(Duration::from_secs(10), now),
+            Duration::from_secs(1)
+        );
+        assert_eq!(
+            pauses.within(Duration::from_secs(18), now),
+            Duration::from_secs(2)
+        );
+        assert_eq!(
+            pauses.within(Duration::from_secs(30), now),
+            Duration::from_secs(4)
+        );
+        assert_eq!(
+            pauses.within(Duration::from_secs(99), now),
+            Duration::from_secs(4)
+        );
+        // A pause still being recorded past `now` counts up to `now`.
+        let mid_pause = at(20) + Duration::from_millis(500);
+        assert_eq!(
+            pauses.within(Duration::from_secs(1), mid_pause),
+            Duration::from_millis(500)
+        );
+    }
+
+    #[test]
+    fn status_line_silence_leaves_out_a_pause() {
+        let t0 = Instant::now();
+        let profile = Profile::default().idle(Duration::from_secs(30));
+        let clock = stallguard::ManualClock::new();
+        let guard = stallguard::Guard::builder().clock(clock.clone()).build();
+        let task = guard.start("probe", profile.clone()).unwrap();
+        clock.advance(Duration::from_secs(2));
+        task.recorder().output(6, 1);
+        clock.advance(Duration::from_secs(10));
+        let status = task.status().unwrap();
+        let mut pauses = Pauses::default();
+        pauses.add(t0 + Duration::from_secs(4), t0 + Duration::from_secs(7));
+        let line = status_line(&status, &profile, &pauses, t0 + Duration::from_secs(12));
+        assert!(line.contains("silent 7.0s"), "{line}");
+        assert!(line.contains("12.0s elapsed"), "{line}");
+        assert!(line.contains("last output 10.0s ago"), "{line}");
+    }
 
     #[test]
     fn stall_line_names_budget_silence_and_suspects() {

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use stallguard::config::OnLeftover;
 use stallguard::sinks::control::ControlServer;
@@ -30,13 +30,16 @@ use super::aftermath::Aftermath;
 use super::args::RunArgs;
 use super::console::{Console, Stream};
 use super::reaper::{self, EscapedSignals, OrphanReaper, WithEscaped};
-use super::report::{status_line, StopFlag, VerdictLines};
+use super::report::{status_line, Pauses, StopFlag, VerdictLines};
 use super::stream::Tap;
 use super::terminal::Terminal;
 use super::{check, EXIT_ERROR, EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_STOPPED};
 
 /// How long isolated sinks (the events file) get to catch up before exit.
 const FLUSH_BOUND: Duration = Duration::from_secs(5);
+/// How often the live status line is redrawn, and how long the command
+/// must have been silent for it to be (R8.4).
+const STATUS_EVERY: Duration = Duration::from_secs(1);
 
 /// Runs `run`; returns the process exit status (R8.2).
 pub(crate) fn run(args: RunArgs) -> u8 {
@@ -311,8 +314,9 @@ impl Run {
 
         let status = runtime.block_on(async {
             let mut exit_rx = exit_rx;
-            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            let mut tick = tokio::time::interval(STATUS_EVERY);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+            let mut pauses = Pauses::default();
             loop {
                 tokio::select! {
                     status = &mut exit_rx => break status,
@@ -320,12 +324,21 @@ impl Run {
                     _ = sigterm.recv() => forward(pid, nix::sys::signal::Signal::SIGTERM),
                     Some(job) = jobs_rx.recv() => {
                         if let super::jobs::Job::Stopped(sig) = job {
-                            super::jobs::suspend(sig, pid, &task, terminal.as_ref(), &|l| console.line(l));
+                            let from = Instant::now();
+                            if super::jobs::suspend(sig, pid, &task, terminal.as_ref(), &|l| console.line(l)) {
+                                pauses.add(from, Instant::now());
+                            }
                         }
                     }
                     _ = tick.tick(), if console.has_status_line() => {
-                        if let Some(s) = guard.status(&name) {
-                            console.status(&status_line(&s, &self.profile));
+                        // R8.4: drawn only while the command is silent, and
+                        // never where the user may be typing.
+                        let Some(s) = guard.status(&name) else { continue };
+                        let silent = s.last_output_age.unwrap_or(s.elapsed) >= STATUS_EVERY;
+                        // A line already drawn stays until the command
+                        // writes: erasing it now could erase what was typed.
+                        if silent && terminal.as_ref().is_none_or(Terminal::status_may_draw) {
+                            console.status(&status_line(&s, &self.profile, &pauses, Instant::now()));
                         }
                     }
                 }

@@ -45,6 +45,12 @@ impl Terminal {
                 Ok(())
             });
         }
+        // While the command holds the terminal, stallguard still writes the
+        // command's output and its own lines there, from the background:
+        // with `stty tostop` each write would stop it with SIGTTOU. Blocked
+        // on this thread, and so on every thread started after it (the
+        // command itself starts with an empty mask: std resets it).
+        block_ttou();
         Some(Terminal { ours })
     }
 
@@ -69,6 +75,64 @@ impl Terminal {
     pub(crate) fn ours_in_foreground(&self) -> bool {
         // SAFETY: tcgetpgrp only reads the terminal's state.
         unsafe { libc::tcgetpgrp(TTY) == self.ours }
+    }
+}
+
+impl Terminal {
+    /// Whether the live status line (R8.4) may be drawn now without
+    /// landing in what the user types. Yes while stallguard's group holds
+    /// the terminal. While the command's group (or a group of its tree)
+    /// holds it: no in raw mode (the command draws the screen itself, as an
+    /// editor or a line-editing REPL does), and no while one of its
+    /// processes waits for input from the terminal (src/cli/typing.rs).
+    /// No while anyone else holds it (the shell, after `bg`).
+    pub(crate) fn status_may_draw(&self) -> bool {
+        // SAFETY: tcgetpgrp only reads the terminal's state.
+        let fg = unsafe { libc::tcgetpgrp(TTY) };
+        if fg == self.ours {
+            return true;
+        }
+        if fg <= 0 || !canonical() {
+            return false;
+        }
+        let Some(tty) = device() else {
+            return false;
+        };
+        let group: Vec<u32> = super::reaper::our_tree(None)
+            .into_iter()
+            .filter(|p| i64::from(p.pgid) == i64::from(fg))
+            .map(|p| p.pid)
+            .collect();
+        !group.is_empty()
+            && !group
+                .iter()
+                .any(|&pid| super::typing::waits_on_terminal(pid, tty))
+    }
+}
+
+/// Whether the terminal is in canonical (line-by-line) mode: not raw.
+fn canonical() -> bool {
+    // SAFETY: `t` is a valid place for tcgetattr to write.
+    unsafe {
+        let mut t: libc::termios = std::mem::zeroed();
+        libc::tcgetattr(TTY, &mut t) == 0 && t.c_lflag & libc::ICANON != 0
+    }
+}
+
+/// The terminal's device number.
+fn device() -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self/fd/0").ok().map(|m| m.rdev())
+}
+
+/// Blocks SIGTTOU for the calling thread.
+fn block_ttou() {
+    // SAFETY: the set is initialised by sigemptyset before use.
+    unsafe {
+        let mut block: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut block);
+        libc::sigaddset(&mut block, libc::SIGTTOU);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &block, std::ptr::null_mut());
     }
 }
 

@@ -1,0 +1,228 @@
+//! Whether the user may be typing on the terminal the command holds (R8.4
+//! with R8.1): the live status line is drawn on the cursor's line, so
+//! while the command waits for the user, a redraw would land in the middle
+//! of what they type.
+//!
+//! The terminal's own state cannot tell (a half-typed line is in the line
+//! discipline's buffer, which `TIOCINQ` does not count before its newline),
+//! so this looks at the readers instead, as `ps` and `fuser` do: each
+//! process of the terminal's foreground group is asked, through
+//! `/proc/PID/syscall`, what it is blocked in. A `read` of the terminal, or
+//! a wait (`epoll`, `select`, `poll`) that may include it, means the
+//! command is waiting for input. A process that cannot be inspected counts
+//! as waiting: the line is a convenience, an interleaved prompt is a defect.
+
+use std::fs;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+
+/// `/dev/tty`, the alias of every process's controlling terminal
+/// (character device 5, 0), which `getpass` and `ssh` open to prompt.
+const DEV_TTY: u64 = 5 << 8;
+
+/// What a process is doing, from `/proc/PID/syscall`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Blocked {
+    /// On a CPU, or blocked outside a system call.
+    Running,
+    /// Blocked in system call `nr` with these arguments.
+    In { nr: libc::c_long, args: [u64; 6] },
+}
+
+impl Blocked {
+    /// Parses `/proc/PID/syscall`: `running`, `-1 SP PC`, or
+    /// `NR ARG1..ARG6 SP PC` (arguments in hex); `None` for anything else.
+    pub(crate) fn parse(text: &str) -> Option<Blocked> {
+        let mut words = text.split_ascii_whitespace();
+        let first = words.next()?;
+        if first == "running" {
+            return Some(Blocked::Running);
+        }
+        let nr: libc::c_long = first.parse().ok()?;
+        if nr < 0 {
+            return Some(Blocked::Running);
+        }
+        let mut args = [0u64; 6];
+        for a in &mut args {
+            let w = words.next()?;
+            *a = u64::from_str_radix(w.strip_prefix("0x")?, 16).ok()?;
+        }
+        Some(Blocked::In { nr, args })
+    }
+}
+
+/// How a blocking system call relates to a process's descriptors.
+#[derive(Debug, PartialEq, Eq)]
+enum Wait {
+    /// Reads descriptor `fd`.
+    Reads(u64),
+    /// Waits on the descriptors registered with epoll instance `epfd`.
+    Epoll(u64),
+    /// Waits on some of the descriptors below `nfds` (`select`).
+    Below(u64),
+    /// Waits on descriptors it names in its own memory (`poll`).
+    Any,
+    /// Not a wait for input.
+    Other,
+}
+
+fn classify(nr: libc::c_long, args: &[u64; 6]) -> Wait {
+    match nr {
+        libc::SYS_read | libc::SYS_readv | libc::SYS_pread64 | libc::SYS_preadv => {
+            Wait::Reads(args[0])
+        }
+        libc::SYS_preadv2 => Wait::Reads(args[0]),
+        libc::SYS_epoll_pwait | libc::SYS_epoll_pwait2 => Wait::Epoll(args[0]),
+        libc::SYS_pselect6 => Wait::Below(args[0]),
+        libc::SYS_ppoll => Wait::Any,
+        #[cfg(target_arch = "x86_64")]
+        libc::SYS_epoll_wait => Wait::Epoll(args[0]),
+        #[cfg(target_arch = "x86_64")]
+        libc::SYS_select => Wait::Below(args[0]),
+        #[cfg(target_arch = "x86_64")]
+        libc::SYS_poll => Wait::Any,
+        _ => Wait::Other,
+    }
+}
+
+/// The descriptors an epoll instance watches, from its
+/// `/proc/PID/fdinfo/EPFD` (`tfd: N events: ...` lines).
+pub(crate) fn epoll_targets(fdinfo: &str) -> Vec<u64> {
+    fdinfo
+        .lines()
+        .filter_map(|l| l.strip_prefix("tfd:"))
+        .filter_map(|rest| rest.split_ascii_whitespace().next()?.parse().ok())
+        .collect()
+}
+
+/// Whether process `pid`'s descriptor `fd` is the terminal `tty` (its
+/// device number) or `/dev/tty`.
+fn is_terminal(pid: u32, fd: u64, tty: u64) -> bool {
+    fs::metadata(format!("/proc/{pid}/fd/{fd}"))
+        .is_ok_and(|m| m.file_type().is_char_device() && (m.rdev() == tty || m.rdev() == DEV_TTY))
+}
+
+/// The descriptors process `pid` has open, in no order.
+fn open_fds(pid: u32) -> Vec<u64> {
+    fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|dir| {
+            dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether process `pid` is blocked waiting for input that may come from
+/// the terminal `tty` (its device number). A process that is gone is not;
+/// one whose state cannot be read is taken to be.
+pub(crate) fn waits_on_terminal(pid: u32, tty: u64) -> bool {
+    let text = match fs::read_to_string(format!("/proc/{pid}/syscall")) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return false,
+        Err(_) => return true,
+    };
+    let Some(blocked) = Blocked::parse(&text) else {
+        return true;
+    };
+    let Blocked::In { nr, args } = blocked else {
+        return false;
+    };
+    match classify(nr, &args) {
+        Wait::Reads(fd) => is_terminal(pid, fd, tty),
+        Wait::Epoll(epfd) => {
+            fs::read_to_string(format!("/proc/{pid}/fdinfo/{epfd}")).map_or(true, |info| {
+                epoll_targets(&info)
+                    .into_iter()
+                    .any(|fd| is_terminal(pid, fd, tty))
+            })
+        }
+        Wait::Below(nfds) => open_fds(pid)
+            .into_iter()
+            .any(|fd| fd < nfds && is_terminal(pid, fd, tty)),
+        Wait::Any => open_fds(pid)
+            .into_iter()
+            .any(|fd| is_terminal(pid, fd, tty)),
+        Wait::Other => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_three_shapes_of_proc_syscall() {
+        assert_eq!(Blocked::parse("running\n"), Some(Blocked::Running));
+        assert_eq!(
+            Blocked::parse("-1 0x7ffd5e1c8a28 0x7f3a\n"),
+            Some(Blocked::Running)
+        );
+        assert_eq!(
+            Blocked::parse("0 0x0 0x55d0 0x2000 0x0 0x0 0x0 0x7ffd 0x7f3a\n"),
+            Some(Blocked::In {
+                nr: 0,
+                args: [0, 0x55d0, 0x2000, 0, 0, 0]
+            })
+        );
+        assert_eq!(Blocked::parse(""), None);
+        assert_eq!(Blocked::parse("0 0x0 0x1"), None, "too few arguments");
+        assert_eq!(Blocked::parse("7 zz 0 0 0 0 0"), None, "not hex");
+    }
+
+    #[test]
+    fn epoll_fdinfo_names_its_targets() {
+        let info = "pos:\t0\nflags:\t02000002\nmnt_id:\t15\nino:\t1057\n\
+                    tfd:        0 events:       19 data:                0  pos:0 ino:3 sdev:18\n\
+                    tfd:        7 events:       19 data:                7  pos:0 ino:9 sdev:d\n";
+        assert_eq!(epoll_targets(info), vec![0, 7]);
+        assert!(epoll_targets("pos:\t0\n").is_empty());
+    }
+
+    #[test]
+    fn reads_and_waits_are_told_apart() {
+        let args = [3, 0, 0, 0, 0, 0];
+        assert_eq!(classify(libc::SYS_read, &args), Wait::Reads(3));
+        assert_eq!(classify(libc::SYS_epoll_pwait, &args), Wait::Epoll(3));
+        assert_eq!(classify(libc::SYS_pselect6, &args), Wait::Below(3));
+        assert_eq!(classify(libc::SYS_ppoll, &args), Wait::Any);
+        assert_eq!(classify(libc::SYS_wait4, &args), Wait::Other);
+        assert_eq!(classify(libc::SYS_nanosleep, &args), Wait::Other);
+    }
+
+    // A real process blocked reading a pipe waits, but not on a terminal;
+    // a process that is gone waits on nothing.
+    #[test]
+    fn a_reader_of_a_pipe_is_not_waiting_on_the_terminal() {
+        use std::process::{Command, Stdio};
+        let mut cat = Command::new("cat")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = cat.id();
+        let pipe = fs::metadata(format!("/proc/{pid}/fd/0")).unwrap().rdev();
+        // Whatever the pipe's device number, a tty of that number does not
+        // make a pipe a terminal.
+        let start = std::time::Instant::now();
+        loop {
+            let text = fs::read_to_string(format!("/proc/{pid}/syscall")).unwrap_or_default();
+            if let Some(Blocked::In { nr, args }) = Blocked::parse(&text) {
+                if classify(nr, &args) == Wait::Reads(0) {
+                    break;
+                }
+            }
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(30),
+                "cat never blocked in read: {text:?}"
+            );
+            // A real process is being waited on.
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(!waits_on_terminal(pid, pipe));
+        cat.kill().unwrap();
+        cat.wait().unwrap();
+        assert!(
+            !waits_on_terminal(pid, pipe),
+            "a gone process waits on nothing"
+        );
+    }
+}
