@@ -216,24 +216,30 @@ fn ctrl_c_ends_a_command_blocked_reading_the_terminal() {
     );
 }
 
+/// Under an interactive `bash` on a pty (job control on, as in a user's
+/// terminal), starts `stallguard run ARGS`, presses Ctrl-Z once the command
+/// prints `ready`, holds it 2.5 s, types `fg`, then takes the `then` steps;
+/// returns everything the terminal showed. Quotes that split the markers in
+/// ARGS keep the terminal's echo of the command line from showing them.
+fn ctrl_z_held_then_fg(args: &str, then: &[(&str, &[u8], Duration)]) -> Option<String> {
+    let cmd = format!("{} run {args}\n", env!("CARGO_BIN_EXE_stallguard"));
+    let mut steps: Vec<(&str, &[u8], Duration)> = vec![
+        ("bash", cmd.as_bytes(), Duration::from_millis(200)),
+        ("ready", b"\x1a", Duration::from_millis(300)),
+        ("Stopped", b"fg\n", Duration::from_millis(2500)),
+    ];
+    steps.extend_from_slice(then);
+    on_a_pty("bash --norc --noprofile -i", &steps).map(|(_, screen)| screen)
+}
+
 // R2.8 / R8.1: Ctrl-Z stops the command and stallguard with it (the shell
 // shows the job stopped) and pauses every budget; held longer than `idle`,
 // then `fg`: the command goes on and no stall is judged.
 #[test]
 fn ctrl_z_longer_than_idle_then_fg_resumes_without_a_stall() {
-    let cmd = format!(
-        // Quotes split the markers, so the terminal's echo of this line
-        // does not show them: only the command's output does.
-        "{} run --idle 1s -- sh -c 'echo p\"\"id=$$ rea\"\"dy; sleep 2; echo done-\"\"ok'\n",
-        env!("CARGO_BIN_EXE_stallguard")
-    );
-    // An interactive bash: job control on, as in a user's terminal.
-    let Some((_, screen)) = on_a_pty(
-        "bash --norc --noprofile -i",
+    let Some(screen) = ctrl_z_held_then_fg(
+        "--idle 1s -- sh -c 'echo p\"\"id=$$ rea\"\"dy; sleep 2; echo done-\"\"ok'",
         &[
-            ("bash", cmd.as_bytes(), Duration::from_millis(200)),
-            ("ready", b"\x1a", Duration::from_millis(300)),
-            ("Stopped", b"fg\n", Duration::from_millis(2500)),
             ("done-ok", b"echo r\"\"c=$?\n", Duration::ZERO),
             ("rc=", b"exit\n", Duration::ZERO),
         ],
@@ -333,18 +339,9 @@ fn no_status_line_over_a_command_in_raw_mode() {
 // silence by at least 2 s (generous: a real shell and process are paced).
 #[test]
 fn status_line_silence_leaves_out_a_ctrl_z_pause() {
-    let cmd = format!(
-        "{} run --idle 30s -- sh -c 'echo rea\"\"dy; sleep 6; echo done-\"\"ok'\n",
-        env!("CARGO_BIN_EXE_stallguard")
-    );
-    let Some((_, screen)) = on_a_pty(
-        "bash --norc --noprofile -i",
-        &[
-            ("bash", cmd.as_bytes(), Duration::from_millis(200)),
-            ("ready", b"\x1a", Duration::from_millis(300)),
-            ("Stopped", b"fg\n", Duration::from_millis(2500)),
-            ("done-ok", b"exit\n", Duration::ZERO),
-        ],
+    let Some(screen) = ctrl_z_held_then_fg(
+        "--idle 30s -- sh -c 'echo rea\"\"dy; sleep 6; echo done-\"\"ok'",
+        &[("done-ok", b"exit\n", Duration::ZERO)],
     ) else {
         return;
     };

@@ -5,7 +5,7 @@
 //! checks that none of them is left running. Every wait is bounded.
 
 use std::path::Path;
-use std::process::Stdio;
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -71,6 +71,16 @@ fn event<'a>(events: &'a [Value], ty: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {ty} event in {:?}", types(events)))
 }
 
+/// Runs `stallguard run --events FILE ARGS` in `dir`; returns how it
+/// ended and the events it wrote.
+fn run_with_events(dir: &Path, args: &[&str]) -> (Output, Vec<Value>) {
+    let ev = dir.join("events.jsonl");
+    let mut all = vec!["run", "--events", ev.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let out = run(dir, &all);
+    (out, events(&ev))
+}
+
 /// Waits inside the command until `file` exists and is not empty.
 fn await_file(file: &str) -> String {
     format!("while [ ! -s {file} ]; do sleep 0.02; done")
@@ -83,20 +93,8 @@ fn await_file(file: &str) -> String {
 #[test]
 fn setsid_daemon_holding_stdout_is_named_leaked_stopped_and_status_kept() {
     let dir = tempfile::tempdir().unwrap();
-    let ev = dir.path().join("events.jsonl");
     let script = "setsid sleep 60 & echo $! > daemon.pid; echo started; exit 3";
-    let out = run(
-        dir.path(),
-        &[
-            "run",
-            "--events",
-            ev.to_str().unwrap(),
-            "--",
-            "sh",
-            "-c",
-            script,
-        ],
-    );
+    let (out, evs) = run_with_events(dir.path(), &["--", "sh", "-c", script]);
     let daemon = pid_in(dir.path(), "daemon.pid");
     assert_gone(daemon, "the setsid daemon");
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
@@ -112,7 +110,6 @@ fn setsid_daemon_holding_stdout_is_named_leaked_stopped_and_status_kept() {
         )),
         "{err}"
     );
-    let evs = events(&ev);
     assert_eq!(
         named(event(&evs, "leaked")),
         [(u64::from(daemon), "sleep".into())]
@@ -132,23 +129,19 @@ fn setsid_daemon_holding_stdout_is_named_leaked_stopped_and_status_kept() {
 #[test]
 fn cancel_reaches_a_double_forked_worker_in_its_own_session() {
     let dir = tempfile::tempdir().unwrap();
-    let ev = dir.path().join("events.jsonl");
     let script = format!(
         "(setsid sh -c 'echo $$ > worker.pid; exec sleep 60' > /dev/null 2>&1 &); {}; exec sleep 60",
         await_file("worker.pid")
     );
-    let out = run(
+    let (out, evs) = run_with_events(
         dir.path(),
         &[
-            "run",
             "--idle",
             "1s",
             "--grace",
             "1s",
             "--on-leftover",
             "keep",
-            "--events",
-            ev.to_str().unwrap(),
             "--",
             "sh",
             "-c",
@@ -158,7 +151,7 @@ fn cancel_reaches_a_double_forked_worker_in_its_own_session() {
     let worker = pid_in(dir.path(), "worker.pid");
     assert_gone(worker, "the double-forked worker");
     assert_eq!(out.status.code(), Some(124), "{}", stderr(&out));
-    let t = types(&events(&ev));
+    let t = types(&evs);
     assert!(t.contains(&"stalled".to_owned()), "{t:?}");
     assert!(!t.contains(&"leftover".to_owned()), "{t:?}");
 }
@@ -169,27 +162,14 @@ fn cancel_reaches_a_double_forked_worker_in_its_own_session() {
 #[test]
 fn escaped_leftover_without_our_pipes_is_stopped_and_named() {
     let dir = tempfile::tempdir().unwrap();
-    let ev = dir.path().join("events.jsonl");
     let script = format!(
         "(setsid sh -c 'echo $$ > worker.pid; exec sleep 60' > /dev/null 2>&1 &); {}",
         await_file("worker.pid")
     );
-    let out = run(
-        dir.path(),
-        &[
-            "run",
-            "--events",
-            ev.to_str().unwrap(),
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ],
-    );
+    let (out, evs) = run_with_events(dir.path(), &["--", "sh", "-c", &script]);
     let worker = pid_in(dir.path(), "worker.pid");
     assert_gone(worker, "the escaped worker");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let evs = events(&ev);
     assert!(!types(&evs).contains(&"leaked".to_owned()));
     let leftover = event(&evs, "leftover");
     assert_eq!(leftover["action"], "killed");
@@ -202,24 +182,13 @@ fn escaped_leftover_without_our_pipes_is_stopped_and_named() {
 #[test]
 fn on_leftover_keep_names_and_leaves_the_process() {
     let dir = tempfile::tempdir().unwrap();
-    let ev = dir.path().join("events.jsonl");
     let script = format!(
         "(setsid sh -c 'echo $$ > worker.pid; exec sleep 60' > /dev/null 2>&1 &); {}",
         await_file("worker.pid")
     );
-    let out = run(
+    let (out, evs) = run_with_events(
         dir.path(),
-        &[
-            "run",
-            "--on-leftover",
-            "keep",
-            "--events",
-            ev.to_str().unwrap(),
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ],
+        &["--on-leftover", "keep", "--", "sh", "-c", &script],
     );
     let worker = pid_in(dir.path(), "worker.pid");
     let still = alive(worker);
@@ -230,7 +199,7 @@ fn on_leftover_keep_names_and_leaves_the_process() {
     assert!(still, "keep must leave pid {worker} running");
     assert_gone(worker, "the kept worker");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let leftover = event(&events(&ev), "leftover").clone();
+    let leftover = event(&evs, "leftover").clone();
     assert_eq!(leftover["action"], "kept");
     assert_eq!(named(&leftover), [(u64::from(worker), "sleep".into())]);
     assert!(stderr(&out).contains("on-leftover = keep"));
@@ -242,22 +211,11 @@ fn on_leftover_keep_names_and_leaves_the_process() {
 #[test]
 fn tee_behind_process_substitution_is_leaked_and_stopped() {
     let dir = tempfile::tempdir().unwrap();
-    let ev = dir.path().join("events.jsonl");
     let script = "exec > >(exec tee log.txt); echo $! > tee.pid; \
                   (exec sleep 60) & echo $! > job.pid; echo hello";
-    let out = run(
+    let (out, evs) = run_with_events(
         dir.path(),
-        &[
-            "run",
-            "--leak-timeout",
-            "500ms",
-            "--events",
-            ev.to_str().unwrap(),
-            "--",
-            "bash",
-            "-c",
-            script,
-        ],
+        &["--leak-timeout", "500ms", "--", "bash", "-c", script],
     );
     let tee = pid_in(dir.path(), "tee.pid");
     let job = pid_in(dir.path(), "job.pid");
@@ -265,7 +223,6 @@ fn tee_behind_process_substitution_is_leaked_and_stopped() {
     assert_gone(job, "the background job");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "hello\n");
-    let evs = events(&ev);
     assert!(named(event(&evs, "leaked")).contains(&(u64::from(tee), "tee".into())));
     let left: Vec<u64> = named(event(&evs, "leftover")).iter().map(|p| p.0).collect();
     assert!(
@@ -279,27 +236,14 @@ fn tee_behind_process_substitution_is_leaked_and_stopped() {
 #[test]
 fn fifo_writer_blocked_in_open_is_leaked_and_stopped() {
     let dir = tempfile::tempdir().unwrap();
-    let ev = dir.path().join("events.jsonl");
     let script = format!(
         "mkfifo f; setsid sh -c 'echo $$ > writer.pid; exec echo data > f' > /dev/null & {}",
         await_file("writer.pid")
     );
-    let out = run(
-        dir.path(),
-        &[
-            "run",
-            "--events",
-            ev.to_str().unwrap(),
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ],
-    );
+    let (out, evs) = run_with_events(dir.path(), &["--", "sh", "-c", &script]);
     let writer = pid_in(dir.path(), "writer.pid");
     assert_gone(writer, "the fifo writer");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let evs = events(&ev);
     assert!(named(event(&evs, "leaked"))
         .iter()
         .any(|p| p.0 == u64::from(writer)));
@@ -319,24 +263,12 @@ fn refused_extension_is_a_line_and_an_event() {
         "[defaults]\ndeadline = \"30s\"\nmax-deadline = \"40s\"\n",
     )
     .unwrap();
-    let ev = dir.path().join("events.jsonl");
     let script = "import os, socket\n\
         s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\n\
         s.sendto(b'EXTEND_TIMEOUT_USEC=3600000000', os.environ['NOTIFY_SOCKET'])\n\
         s.sendto(b'READY=1', os.environ['NOTIFY_SOCKET'])\n\
         import time; time.sleep(0.5)\n";
-    let out = run(
-        dir.path(),
-        &[
-            "run",
-            "--events",
-            ev.to_str().unwrap(),
-            "--",
-            "python3",
-            "-c",
-            script,
-        ],
-    );
+    let (out, evs) = run_with_events(dir.path(), &["--", "python3", "-c", script]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let err = stderr(&out);
     let lines: Vec<&str> = err
@@ -345,7 +277,6 @@ fn refused_extension_is_a_line_and_an_event() {
         .collect();
     assert_eq!(lines.len(), 1, "{err}");
     assert!(lines[0].contains("max-deadline 40s"), "{err}");
-    let evs = events(&ev);
     let refused = event(&evs, "extension_refused");
     assert_eq!(refused["allowed_ms"], 40_000);
     assert!(
@@ -413,23 +344,11 @@ fn leftover_and_leak_keys_come_from_the_config_and_bad_values_are_named() {
         "[defaults]\nleak-timeout = \"200ms\"\non-leftover = \"keep\"\n",
     )
     .unwrap();
-    let ev = dir.path().join("events.jsonl");
     let script = format!(
         "(setsid sh -c 'echo $$ > worker.pid; exec sleep 60' > /dev/null 2>&1 &); {}",
         await_file("worker.pid")
     );
-    let out = run(
-        dir.path(),
-        &[
-            "run",
-            "--events",
-            ev.to_str().unwrap(),
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ],
-    );
+    let (out, evs) = run_with_events(dir.path(), &["--", "sh", "-c", &script]);
     let worker = pid_in(dir.path(), "worker.pid");
     let kept = alive(worker);
     let _ = nix::sys::signal::kill(
@@ -442,7 +361,7 @@ fn leftover_and_leak_keys_come_from_the_config_and_bad_values_are_named() {
         "on-leftover = \"keep\" from the config was not applied"
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert_eq!(event(&events(&ev), "leftover")["action"], "kept");
+    assert_eq!(event(&evs, "leftover")["action"], "kept");
 
     let check = run(dir.path(), &["check"]);
     let text = String::from_utf8_lossy(&check.stdout);
@@ -474,26 +393,22 @@ fn leftover_and_leak_keys_come_from_the_config_and_bad_values_are_named() {
 #[test]
 fn a_stall_names_an_escaped_silent_worker_among_the_suspects() {
     let dir = tempfile::tempdir().unwrap();
-    let ev = dir.path().join("events.jsonl");
     let script = format!(
         "(setsid sh -c 'echo $$ > worker.pid; exec sleep 60' > /dev/null 2>&1 &); {}; exec sleep 60",
         await_file("worker.pid")
     );
-    let out = run(
+    // Two strikes: samples come every 1.5 s, and a child is a suspect once
+    // two samples show it idle, so by the second stall (6 s) it is named
+    // even on a loaded machine.
+    let (out, evs) = run_with_events(
         dir.path(),
         &[
-            "run",
             "--idle",
             "3s",
-            // Two strikes: samples come every 1.5 s, and a child is a
-            // suspect once two samples show it idle, so by the second
-            // stall (6 s) it is named even on a loaded machine.
             "--terminate-after",
             "2",
             "--grace",
             "1s",
-            "--events",
-            ev.to_str().unwrap(),
             "--",
             "sh",
             "-c",
@@ -503,7 +418,6 @@ fn a_stall_names_an_escaped_silent_worker_among_the_suspects() {
     let worker = pid_in(dir.path(), "worker.pid");
     assert_gone(worker, "the escaped worker");
     assert_eq!(out.status.code(), Some(124), "{}", stderr(&out));
-    let evs = events(&ev);
     let named_in_a_stall = evs.iter().filter(|e| e["type"] == "stalled").any(|e| {
         e["children"].as_array().is_some_and(|cs| {
             cs.iter()
