@@ -295,6 +295,15 @@ fn status_figures(screen: &str) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// The status lines drawn after the command showed `from` and before it
+/// showed `to` (the window in which the command waited; before it, a slow
+/// start under load is silence like any other).
+fn drawn_between(screen: &str, from: &str, to: &str) -> Vec<(f64, f64)> {
+    let start = screen.find(from).expect("start marker not shown") + from.len();
+    let end = start + screen[start..].find(to).expect("end marker not shown");
+    status_figures(&screen[start..end])
+}
+
 // R8.4 with R8.1: while the command waits for the user to type on the
 // terminal it holds, no status line is drawn, so none lands in the middle
 // of the typed text; the round-trip is intact.
@@ -313,8 +322,35 @@ fn no_status_line_while_the_command_waits_for_typing() {
     assert!(screen.contains("got:hello"), "no round-trip: {screen:?}");
     assert_eq!(code, Some(0), "{screen:?}");
     assert!(
-        status_figures(&screen).is_empty(),
+        drawn_between(&screen, "ready", "got:").is_empty(),
         "a status line was drawn while the command read the terminal: {screen:?}"
+    );
+}
+
+// R8.4: the reader may be any thread of the command (here a worker thread
+// reads while the main thread waits in `join`); no line while it waits.
+#[test]
+fn no_status_line_while_a_worker_thread_reads_the_terminal() {
+    if !have("python3") {
+        return;
+    }
+    let script = "import sys, threading; print('ready', flush=True); \
+                  t = threading.Thread(target=lambda: print('got:' + sys.stdin.readline().strip())); \
+                  t.start(); t.join()";
+    let cmd = format!(
+        "{} run --idle 20s -- python3 -c \"{script}\"",
+        env!("CARGO_BIN_EXE_stallguard")
+    );
+    let Some((code, screen)) =
+        on_a_pty(&cmd, &[("ready", b"hello\n", Duration::from_millis(3000))])
+    else {
+        return;
+    };
+    assert!(screen.contains("got:hello"), "no round-trip: {screen:?}");
+    assert_eq!(code, Some(0), "{screen:?}");
+    assert!(
+        drawn_between(&screen, "ready", "got:").is_empty(),
+        "a status line was drawn while a thread read the terminal: {screen:?}"
     );
 }
 
@@ -329,7 +365,7 @@ fn no_status_line_over_a_command_in_raw_mode() {
     };
     assert!(screen.contains("done"), "{screen:?}");
     assert!(
-        status_figures(&screen).is_empty(),
+        drawn_between(&screen, "raw", "done").is_empty(),
         "a status line was drawn in raw mode: {screen:?}"
     );
 }
@@ -436,7 +472,7 @@ fn an_approval_prompt_in_node_works_under_stallguard() {
     };
     assert!(screen.contains("answer=y"), "no answer read: {screen:?}");
     assert!(
-        status_figures(&screen).is_empty(),
+        drawn_between(&screen, "[y/N] ", "answer=").is_empty(),
         "a status line was drawn over the question: {screen:?}"
     );
     assert_eq!(code, Some(0), "{screen:?}");

@@ -112,10 +112,32 @@ fn open_fds(pid: u32) -> Vec<u64> {
 }
 
 /// Whether process `pid` is blocked waiting for input that may come from
-/// the terminal `tty` (its device number). A process that is gone is not;
-/// one whose state cannot be read is taken to be.
+/// the terminal `tty` (its device number), in any of its threads (a
+/// runtime may read stdin on a worker thread while the main one parks). A
+/// process that is gone is not; one whose state cannot be read is taken
+/// to be.
 pub(crate) fn waits_on_terminal(pid: u32, tty: u64) -> bool {
-    let text = match fs::read_to_string(format!("/proc/{pid}/syscall")) {
+    let threads: Vec<String> = match fs::read_dir(format!("/proc/{pid}/task")) {
+        Ok(dir) => dir
+            .filter_map(|e| {
+                Some(format!(
+                    "/proc/{pid}/task/{}/syscall",
+                    e.ok()?.file_name().to_str()?
+                ))
+            })
+            .collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return false,
+        Err(_) => vec![format!("/proc/{pid}/syscall")],
+    };
+    threads
+        .iter()
+        .any(|path| thread_waits_on_terminal(pid, path, tty))
+}
+
+/// Whether the thread whose `syscall` file is `path`, in process `pid`,
+/// waits on the terminal.
+fn thread_waits_on_terminal(pid: u32, path: &str, tty: u64) -> bool {
+    let text = match fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return false,
         Err(_) => return true,
@@ -126,6 +148,7 @@ pub(crate) fn waits_on_terminal(pid: u32, tty: u64) -> bool {
     let Blocked::In { nr, args } = blocked else {
         return false;
     };
+    // Descriptors are the process's, shared by its threads.
     match classify(nr, &args) {
         Wait::Reads(fd) => is_terminal(pid, fd, tty),
         Wait::Epoll(epfd) => {
