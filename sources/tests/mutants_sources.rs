@@ -1,10 +1,19 @@
-//! Tests that kill surviving mutants of `background.rs` and `tools.rs`
-//! named in issue 14 (R10.4): each pins a behaviour a mutant changed
+//! Tests that kill surviving mutants of `stallguard-sources` found by
+//! cargo-mutants (issue 14, R10.4): each pins a behaviour a mutant changed
 //! without any other test noticing.
 
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use stallguard_sources::args::openai::OpenAiStream;
+use stallguard_sources::args::{Rejection, Step};
 use stallguard_sources::background::{BackgroundError, BackgroundRecord, MAX_ID, MAX_PER_OWNER};
+use stallguard_sources::procs::{ProcTable, ProcessSampler};
 use stallguard_sources::tools::{ToolCallError, ToolCallFeed, MAX_CALL_ID};
-use watchdog_core::{BackgroundKind, CallOutcome, Guard, ManualClock, Profile, TaskHandle};
+use watchdog_core::{
+    BackgroundKind, CallOutcome, ChildProbe, Guard, ManualClock, Profile, TaskHandle,
+};
 
 fn owner() -> (Guard, TaskHandle) {
     let guard = Guard::builder().clock(ManualClock::new()).build();
@@ -107,4 +116,46 @@ fn unknown_call_ids_are_cut_on_a_char_boundary() {
         feed.finished("toolu_9", CallOutcome::Success),
         Err(ToolCallError::UnknownCall("toolu_9".into()))
     );
+}
+
+const OA_START: &str = r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1767225600,"model":"gpt-4o","choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"bash","arguments":""}}]},"finish_reason":null}]}"#;
+const OA_ARGS: &str = r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1767225600,"model":"gpt-4o","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"cmd\""}}]},"finish_reason":null}]}"#;
+
+// R5.2: a runner that drops an OpenAI stream midway ends the turn; the
+// message closes, so a late delta of it no longer renews the idle budget
+// and `[DONE]` has nothing left to end (kills `OpenAiStream::turn_end -> ()`).
+#[test]
+fn openai_turn_end_closes_the_message_midway() {
+    let (_guard, task) = owner();
+    let mut s = OpenAiStream::new(task.recorder());
+    assert_eq!(s.feed(OA_START), Ok(Step::Tracked));
+    assert_eq!(s.feed(OA_ARGS), Ok(Step::Renewed));
+    assert!(s.tracker().is_active());
+    s.turn_end();
+    assert!(!s.tracker().is_active());
+    assert_eq!(s.feed(OA_ARGS), Err(Rejection::NoActiveGeneration));
+    assert_eq!(s.feed("[DONE]"), Ok(Step::Ignored));
+}
+
+// R4.2/R5.5: `probe` hands out the sampler's own cached view, so a task the
+// probe is attached to later shows the sampled children in its status
+// (kills `ProcessSampler::probe -> Arc::new(Default::default())`).
+#[test]
+fn the_probe_is_the_samplers_cached_view() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/proc");
+    let sampler =
+        ProcessSampler::with_table(ProcTable::at(fixture), 100, Duration::from_secs(60), None)
+            .unwrap();
+    let pids = |c: Option<Vec<watchdog_core::ChildInfo>>| {
+        c.map(|c| c.iter().map(|c| c.pid).collect::<Vec<_>>())
+    };
+    let sampled = pids(sampler.sample_now());
+    assert_eq!(sampled, Some(vec![102, 105, 101, 103]));
+    let probe = sampler.probe();
+    assert_eq!(pids(probe.children()), sampled);
+
+    let (_guard, task) = owner();
+    task.recorder()
+        .set_children_probe(Arc::clone(&probe) as Arc<dyn ChildProbe>);
+    assert_eq!(pids(task.status().unwrap().children), sampled);
 }
