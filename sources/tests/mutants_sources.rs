@@ -2,17 +2,18 @@
 //! cargo-mutants (issue 14, R10.4): each pins a behaviour a mutant changed
 //! without any other test noticing.
 
+use std::io::Write;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use stallguard_sources::args::openai::OpenAiStream;
 use stallguard_sources::args::{Rejection, Step};
 use stallguard_sources::background::{BackgroundError, BackgroundRecord, MAX_ID, MAX_PER_OWNER};
-use stallguard_sources::procs::{ProcTable, ProcessSampler};
+use stallguard_sources::procs::{state_from_code, ProcTable, ProcessSampler};
 use stallguard_sources::tools::{ToolCallError, ToolCallFeed, MAX_CALL_ID};
 use watchdog_core::{
-    BackgroundKind, CallOutcome, ChildProbe, Guard, ManualClock, Profile, TaskHandle,
+    BackgroundKind, CallOutcome, ChildProbe, Guard, ManualClock, ProcState, Profile, TaskHandle,
 };
 
 fn owner() -> (Guard, TaskHandle) {
@@ -158,4 +159,75 @@ fn the_probe_is_the_samplers_cached_view() {
     task.recorder()
         .set_children_probe(Arc::clone(&probe) as Arc<dyn ChildProbe>);
     assert_eq!(pids(task.status().unwrap().children), sampled);
+}
+
+// R5.5: a running child is reported as running, not as "other" (kills the
+// deleted `b'R'` arm of `state_from_code`).
+#[test]
+fn a_running_process_reads_as_running() {
+    assert_eq!(state_from_code(b'R'), ProcState::Running);
+    assert_eq!(state_from_code(b'S'), ProcState::Sleeping);
+    assert_eq!(state_from_code(b'X'), ProcState::Other);
+}
+
+// R5.3: `in_flight` counts the calls started through the feed and not yet
+// finished (kills `ToolCallFeed::in_flight -> 1`).
+#[test]
+fn in_flight_counts_started_calls_until_they_finish() {
+    let (_guard, task) = owner();
+    let feed = ToolCallFeed::new(task.recorder());
+    assert_eq!(feed.in_flight(), 0);
+    feed.started("call_a", "bash").unwrap();
+    feed.started("call_b", "grep").unwrap();
+    assert_eq!(feed.in_flight(), 2);
+    feed.finished("call_a", CallOutcome::Success).unwrap();
+    feed.finished("call_b", CallOutcome::Error).unwrap();
+    assert_eq!(feed.in_flight(), 0);
+}
+
+/// Everything the process-wide subscriber writes, shared with the test.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+// R5.5: "a sampler that cannot read the table logs once": three failed
+// samples (the thread's own and two on request) give exactly one warning
+// (kills the deleted `!` on the sampler's `warned` flag, which stayed
+// silent on the first failure and warned on every later one).
+#[test]
+fn an_unreadable_table_is_warned_about_exactly_once() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_max_level(tracing::Level::WARN)
+        .with_ansi(false)
+        .finish();
+    // Process-wide, so the sampler's own thread is captured as well.
+    tracing::subscriber::set_global_default(subscriber).unwrap();
+    let sampler = ProcessSampler::with_table(
+        ProcTable::at("/nonexistent/proc"),
+        1,
+        Duration::from_secs(60),
+        None,
+    )
+    .unwrap();
+    assert_eq!(sampler.sample_now(), None);
+    assert_eq!(sampler.sample_now(), None);
+    drop(sampler); // joins the thread, which sampled once before waiting
+    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert_eq!(
+        text.matches("process sampler cannot read").count(),
+        1,
+        "{text}"
+    );
 }
