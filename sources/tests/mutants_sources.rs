@@ -1,10 +1,20 @@
-//! Tests that kill surviving mutants of `background.rs` and `tools.rs`
-//! named in issue 14 (R10.4): each pins a behaviour a mutant changed
+//! Tests that kill surviving mutants of `stallguard-sources` found by
+//! cargo-mutants (issue 14, R10.4): each pins a behaviour a mutant changed
 //! without any other test noticing.
 
+use std::io::Write;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use stallguard_sources::args::openai::OpenAiStream;
+use stallguard_sources::args::{Rejection, Step};
 use stallguard_sources::background::{BackgroundError, BackgroundRecord, MAX_ID, MAX_PER_OWNER};
+use stallguard_sources::procs::{state_from_code, ProcTable, ProcessSampler};
 use stallguard_sources::tools::{ToolCallError, ToolCallFeed, MAX_CALL_ID};
-use watchdog_core::{BackgroundKind, CallOutcome, Guard, ManualClock, Profile, TaskHandle};
+use watchdog_core::{
+    BackgroundKind, CallOutcome, ChildProbe, Guard, ManualClock, ProcState, Profile, TaskHandle,
+};
 
 fn owner() -> (Guard, TaskHandle) {
     let guard = Guard::builder().clock(ManualClock::new()).build();
@@ -106,5 +116,118 @@ fn unknown_call_ids_are_cut_on_a_char_boundary() {
     assert_eq!(
         feed.finished("toolu_9", CallOutcome::Success),
         Err(ToolCallError::UnknownCall("toolu_9".into()))
+    );
+}
+
+const OA_START: &str = r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1767225600,"model":"gpt-4o","choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"bash","arguments":""}}]},"finish_reason":null}]}"#;
+const OA_ARGS: &str = r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1767225600,"model":"gpt-4o","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"cmd\""}}]},"finish_reason":null}]}"#;
+
+// R5.2: a runner that drops an OpenAI stream midway ends the turn; the
+// message closes, so a late delta of it no longer renews the idle budget
+// and `[DONE]` has nothing left to end (kills `OpenAiStream::turn_end -> ()`).
+#[test]
+fn openai_turn_end_closes_the_message_midway() {
+    let (_guard, task) = owner();
+    let mut s = OpenAiStream::new(task.recorder());
+    assert_eq!(s.feed(OA_START), Ok(Step::Tracked));
+    assert_eq!(s.feed(OA_ARGS), Ok(Step::Renewed));
+    assert!(s.tracker().is_active());
+    s.turn_end();
+    assert!(!s.tracker().is_active());
+    assert_eq!(s.feed(OA_ARGS), Err(Rejection::NoActiveGeneration));
+    assert_eq!(s.feed("[DONE]"), Ok(Step::Ignored));
+}
+
+// R4.2/R5.5: `probe` hands out the sampler's own cached view, so a task the
+// probe is attached to later shows the sampled children in its status
+// (kills `ProcessSampler::probe -> Arc::new(Default::default())`).
+#[test]
+fn the_probe_is_the_samplers_cached_view() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/proc");
+    let sampler =
+        ProcessSampler::with_table(ProcTable::at(fixture), 100, Duration::from_secs(60), None)
+            .unwrap();
+    let pids = |c: Option<Vec<watchdog_core::ChildInfo>>| {
+        c.map(|c| c.iter().map(|c| c.pid).collect::<Vec<_>>())
+    };
+    let sampled = pids(sampler.sample_now());
+    assert_eq!(sampled, Some(vec![102, 105, 101, 103]));
+    let probe = sampler.probe();
+    assert_eq!(pids(probe.children()), sampled);
+
+    let (_guard, task) = owner();
+    task.recorder()
+        .set_children_probe(Arc::clone(&probe) as Arc<dyn ChildProbe>);
+    assert_eq!(pids(task.status().unwrap().children), sampled);
+}
+
+// R5.5: a running child is reported as running, not as "other" (kills the
+// deleted `b'R'` arm of `state_from_code`).
+#[test]
+fn a_running_process_reads_as_running() {
+    assert_eq!(state_from_code(b'R'), ProcState::Running);
+    assert_eq!(state_from_code(b'S'), ProcState::Sleeping);
+    assert_eq!(state_from_code(b'X'), ProcState::Other);
+}
+
+// R5.3: `in_flight` counts the calls started through the feed and not yet
+// finished (kills `ToolCallFeed::in_flight -> 1`).
+#[test]
+fn in_flight_counts_started_calls_until_they_finish() {
+    let (_guard, task) = owner();
+    let feed = ToolCallFeed::new(task.recorder());
+    assert_eq!(feed.in_flight(), 0);
+    feed.started("call_a", "bash").unwrap();
+    feed.started("call_b", "grep").unwrap();
+    assert_eq!(feed.in_flight(), 2);
+    feed.finished("call_a", CallOutcome::Success).unwrap();
+    feed.finished("call_b", CallOutcome::Error).unwrap();
+    assert_eq!(feed.in_flight(), 0);
+}
+
+/// Everything the process-wide subscriber writes, shared with the test.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+// R5.5: "a sampler that cannot read the table logs once": three failed
+// samples (the thread's own and two on request) give exactly one warning
+// (kills the deleted `!` on the sampler's `warned` flag, which stayed
+// silent on the first failure and warned on every later one).
+#[test]
+fn an_unreadable_table_is_warned_about_exactly_once() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_max_level(tracing::Level::WARN)
+        .with_ansi(false)
+        .finish();
+    // Process-wide, so the sampler's own thread is captured as well.
+    tracing::subscriber::set_global_default(subscriber).unwrap();
+    let sampler = ProcessSampler::with_table(
+        ProcTable::at("/nonexistent/proc"),
+        1,
+        Duration::from_secs(60),
+        None,
+    )
+    .unwrap();
+    assert_eq!(sampler.sample_now(), None);
+    assert_eq!(sampler.sample_now(), None);
+    drop(sampler); // joins the thread, which sampled once before waiting
+    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert_eq!(
+        text.matches("process sampler cannot read").count(),
+        1,
+        "{text}"
     );
 }
