@@ -1,0 +1,149 @@
+//! Tests that kill surviving mutants of `stallguard-sinks` found by the
+//! 1-in-10 round-robin cargo-mutants sample (issue 14, R10.4). Several of
+//! these behaviours are shown in doctests, which mutant runs skip
+//! (`.cargo/mutants.toml`), so each is pinned here as a test as well.
+
+use std::sync::Arc;
+use std::time::{Duration, UNIX_EPOCH};
+
+use metrics::Unit;
+use metrics_util::debugging::DebuggingRecorder;
+use stallguard_sinks::callback::CallbackSink;
+use stallguard_sinks::control::{client, ControlServer};
+use stallguard_sinks::metrics::{MetricsSink, LAST_PROGRESS};
+use stallguard_sinks::monitor::{clean_output, MonitorFinal};
+use stallguard_sinks::process::{group_members, GroupSignal, KillOutcome, KillReport};
+use stallguard_sinks::trace::TracingSink;
+use watchdog_core::{Delivery, Guard, ManualClock, Outcome, Profile, Sink};
+
+// R8.7/R6.4: a failing sink is reported by its name, so each sink names
+// itself (kills the `name -> ""` / `"xyzzy"` mutants of the callback,
+// metrics and tracing sinks).
+#[test]
+fn sinks_report_failures_under_their_own_names() {
+    assert_eq!(CallbackSink::new(|_| {}).name(), "callback");
+    assert_eq!(CallbackSink::new(|_| {}).named("ui").name(), "ui");
+    assert_eq!(MetricsSink::new().name(), "metrics");
+    assert_eq!(TracingSink::new().name(), "tracing");
+}
+
+// R6.4: a sink's delivery mode is the caller's choice (kills
+// `TracingSink::with_delivery -> Default::default()`).
+#[test]
+fn the_tracing_sink_keeps_the_delivery_it_was_given() {
+    assert_eq!(
+        TracingSink::new()
+            .with_delivery(Delivery::Isolated)
+            .delivery(),
+        Delivery::Isolated
+    );
+    assert_eq!(
+        TracingSink::new()
+            .with_delivery(Delivery::Inline)
+            .delivery(),
+        Delivery::Inline
+    );
+}
+
+// R6.8: the exported series carry their unit and help text (a Prometheus
+// `# HELP` line), registered by `describe` (kills `describe -> ()`).
+#[test]
+fn describe_gives_every_series_its_unit_and_help() {
+    let recorder = DebuggingRecorder::new();
+    let snap = recorder.snapshotter();
+    metrics::with_local_recorder(&recorder, || {
+        MetricsSink::describe();
+        metrics::gauge!(LAST_PROGRESS).set(1.0);
+    });
+    let all = snap.snapshot().into_vec();
+    let (_, unit, help, _) = all
+        .iter()
+        .find(|(k, ..)| k.key().name() == LAST_PROGRESS)
+        .expect("the gauge was set");
+    assert_eq!(*unit, Some(Unit::Seconds));
+    assert_eq!(
+        help.as_deref(),
+        Some("Unix time of the last progress signal")
+    );
+}
+
+// R6.6: the monitor's final message tells the model how the command ended
+// and shows its last output (kills `MonitorFinal::to_prompt -> String::new()`).
+#[test]
+fn the_final_prompt_says_how_the_command_ended() {
+    let guard = Guard::builder().clock(ManualClock::new()).build();
+    let task = guard.start("build", Profile::default()).unwrap();
+    let last = MonitorFinal {
+        task: task.id(),
+        name: Arc::from("build"),
+        elapsed: Duration::from_secs(75),
+        completed_at: UNIX_EPOCH,
+        outcome: Outcome::Failed,
+        exit_code: Some(2),
+        signal: None,
+        cancelled: false,
+        output_tail: "error: linker failed".into(),
+    };
+    let prompt = last.to_prompt();
+    assert!(prompt.contains("01:15"), "{prompt}");
+    assert!(prompt.contains("exit code 2"), "{prompt}");
+    assert!(prompt.contains("error: linker failed"), "{prompt}");
+}
+
+// R8.6/R3.4: an unconfirmed kill lists the pids still running, comma
+// separated (kills `>` for `==` in the separator test of the report).
+#[test]
+fn an_unconfirmed_kill_lists_the_pids_left() {
+    let guard = Guard::builder().clock(ManualClock::new()).build();
+    let task = guard.start("build", Profile::default()).unwrap();
+    let report = KillReport {
+        task: task.id(),
+        name: Arc::from("build"),
+        pgid: 40,
+        signal: GroupSignal::Kill,
+        outcome: KillOutcome::Unconfirmed {
+            left: vec![41, 42, 43],
+        },
+    };
+    assert_eq!(
+        report.to_string(),
+        "task build: SIGKILL to process group 40: cleanup unconfirmed, still running: 41, 42, 43"
+    );
+}
+
+// R3.4: what is left of a group after a kill is found through /proc; this
+// test process is a member of its own group (kills
+// `group_members -> Ok(vec![])`).
+#[test]
+fn group_members_finds_this_process_in_its_group() {
+    let me = std::process::id();
+    let group = nix::unistd::getpgrp().as_raw() as u32;
+    assert!(group_members(group).unwrap().contains(&me));
+}
+
+// R6.6: the output shown to a monitor has carriage returns folded: CRLF is
+// one line break, a lone CR (a progress bar redraw) is a line break too
+// (kills `!=` for `==` in `clean_output`).
+#[test]
+fn carriage_returns_become_single_line_breaks() {
+    assert_eq!(clean_output(b"a\r\nb\rc\n"), "a\nb\nc\n");
+}
+
+// R6.5: the socket is bound in a fresh private directory beside the path;
+// a stale one left by an earlier process with the same pid is skipped, not
+// an error (kills `==` for `!=` on `AlreadyExists` in `bind_private`).
+#[test]
+fn stale_private_directories_beside_the_socket_are_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    for n in 0..256 {
+        std::fs::create_dir(
+            dir.path()
+                .join(format!(".sgctl.{}.{n}", std::process::id())),
+        )
+        .unwrap();
+    }
+    let guard = Guard::builder().clock(ManualClock::new()).build();
+    let _task = guard.start("build", Profile::default()).unwrap();
+    let server = ControlServer::bind(dir.path().join("ctl.sock"), guard).unwrap();
+    assert_eq!(client::list(server.path()).unwrap()[0]["name"], "build");
+}
