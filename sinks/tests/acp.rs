@@ -205,3 +205,22 @@ fn settle_refuses_a_status_that_does_not_settle() {
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].fields.status, Some(ToolCallStatus::InProgress));
 }
+
+// R3.8: the task finishing settles its call even when the runner never
+// calls `settle`: a late `settle` then writes nothing, so no frame follows
+// the call's end (kills the deleted `Finished` arm of `AcpSink::on_event`).
+#[test]
+fn a_finished_task_closes_its_call_for_a_late_settle() {
+    let got = frames(|g, acp| {
+        acp.watch("a", "call-a", None);
+        let a = g.start("a", heartbeating()).unwrap();
+        g.advance(10 * SECOND);
+        a.finish_completed();
+        acp.settle("a", ToolCallStatus::Completed).unwrap();
+    });
+    assert!(!got.is_empty(), "no heartbeat frame");
+    for u in &got {
+        assert_eq!(&*u.tool_call_id.0, "call-a");
+        assert_eq!(u.fields.status, Some(ToolCallStatus::InProgress));
+    }
+}
