@@ -11,7 +11,7 @@ use metrics_util::debugging::DebuggingRecorder;
 use stallguard_sinks::callback::CallbackSink;
 use stallguard_sinks::control::{client, ControlServer};
 use stallguard_sinks::metrics::{MetricsSink, LAST_PROGRESS};
-use stallguard_sinks::monitor::{clean_output, MonitorFinal};
+use stallguard_sinks::monitor::{clean_output, redact, MonitorFinal};
 use stallguard_sinks::process::{group_members, GroupSignal, KillOutcome, KillReport};
 use stallguard_sinks::trace::TracingSink;
 use watchdog_core::{Delivery, Guard, ManualClock, Outcome, Profile, Sink};
@@ -146,4 +146,49 @@ fn stale_private_directories_beside_the_socket_are_skipped() {
     let _task = guard.start("build", Profile::default()).unwrap();
     let server = ControlServer::bind(dir.path().join("ctl.sock"), guard).unwrap();
     assert_eq!(client::list(server.path()).unwrap()[0]["name"], "build");
+}
+
+// R6.6: a bare `Bearer <token>` (a curl line, a log) is masked on its own,
+// without an `Authorization:` key before it (kills `<` for `==` in the
+// bearer scan's bound).
+#[test]
+fn a_bare_bearer_token_is_masked() {
+    assert_eq!(
+        redact("curl -H 'X-Auth: Bearer abcdefgh.1234_xyz' https://api"),
+        "curl -H 'X-Auth: Bearer [REDACTED]' https://api"
+    );
+}
+
+// R6.6: only the word `bearer` introduces a token; any other six-letter
+// word followed by a long word is left alone (kills `&&` for `||` in the
+// bearer scan).
+#[test]
+fn a_six_letter_word_before_a_long_one_is_not_a_bearer() {
+    let text = "passed 12345678 tests, failed 0";
+    assert_eq!(redact(text), text);
+}
+
+// R6.6: a PEM key block is masked up to its closing dashes; what follows
+// on the END line stays (kills `+` for `*` in finding the closing dashes).
+#[test]
+fn text_after_a_pem_end_marker_on_its_line_stays() {
+    let text = "key follows:\n-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg\n-----END PRIVATE KEY----- (2048 bits)\nnext";
+    assert_eq!(
+        redact(text),
+        "key follows:\n[REDACTED PRIVATE KEY] (2048 bits)\nnext"
+    );
+}
+
+// R6.6: a key block whose BEGIN fell out of the tail window is masked back
+// over its base64 lines, and the line before it keeps its line break
+// (kills `+` for `*` in finding the start of the END line).
+#[test]
+fn an_orphan_pem_end_is_masked_back_to_its_base64_lines() {
+    let text = "tail of a log\nMIIEvQIBADANBg\nkqhkiG9w0BAQEF\n-----END PRIVATE KEY-----\nnext";
+    assert_eq!(redact(text), "tail of a log\n[REDACTED PRIVATE KEY]\nnext");
+    // Only the END line left: the line before it keeps its line break.
+    assert_eq!(
+        redact("tail of a log\n-----END PRIVATE KEY-----\nnext"),
+        "tail of a log\n[REDACTED PRIVATE KEY]\nnext"
+    );
 }
