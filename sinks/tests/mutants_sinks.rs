@@ -192,3 +192,32 @@ fn an_orphan_pem_end_is_masked_back_to_its_base64_lines() {
         "tail of a log\n[REDACTED PRIVATE KEY]\nnext"
     );
 }
+
+// R6.6: spaces before the separator still leave the key a secret's name
+// (kills `>` for `<` in the key walk of `pairs`).
+#[test]
+fn a_spaced_out_secret_pair_is_masked() {
+    assert_eq!(redact("password = hunter2"), "password = [REDACTED]");
+}
+
+// R6.6/R10.2: a separator at the very start of the text has no key; it is
+// kept as is, never a panic (kills `>` for `>=` in the quote check).
+#[test]
+fn a_separator_at_the_start_is_kept_without_a_panic() {
+    for text in ["=x", ": value", "= 1"] {
+        assert_eq!(redact(text), text);
+    }
+}
+
+// R6.6: only a flag naming a secret hides its value, and only a flag that
+// starts a word (kills `||` for `&&` and `>` for `<` in `flags`).
+#[test]
+fn only_secret_flags_that_start_a_word_hide_their_value() {
+    assert_eq!(
+        redact("mysql --password hunter2 --user admin"),
+        "mysql --password [REDACTED] --user admin"
+    );
+    for text in ["cargo test --package core", "see page--token counts below"] {
+        assert_eq!(redact(text), text);
+    }
+}
