@@ -221,3 +221,17 @@ fn only_secret_flags_that_start_a_word_hide_their_value() {
         assert_eq!(redact(text), text);
     }
 }
+
+// R6.6: only `user:password@` in a URL is a password; a `host:port` is
+// not, at the end of the text neither (kills `&&` for `||` in
+// `url_passwords`, which masked ports and indexed past the end).
+#[test]
+fn a_url_port_is_not_a_password() {
+    assert_eq!(
+        redact("fetch https://bot:s3cr3t@example.com/x"),
+        "fetch https://bot:[REDACTED]@example.com/x"
+    );
+    for text in ["GET http://localhost:8080/health ok", "see http://host:80"] {
+        assert_eq!(redact(text), text);
+    }
+}
