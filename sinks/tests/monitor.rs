@@ -758,3 +758,101 @@ fn unregistered_task_gets_no_monitor() {
         w.monitor
     );
 }
+
+// --- Sampled cargo-mutants survivors (issue 14, R10.4) ---
+
+// R6.6 / R3.5: a final is marked cancelled when the guard cancelled the
+// task, whatever outcome the runner then reports, and when the runner
+// reports a cancel of its own (kills `||` for `&&` in `MonitorState::finish`).
+#[test]
+fn a_final_is_cancelled_by_the_guard_or_by_the_outcome() {
+    let w = World::new();
+    let by_guard = w.start("by-guard", Profile::default());
+    let by_runner = w.start("by-runner", Profile::default());
+    w.run_for(SECS(4), MS(500), || {});
+    w.guard.cancel("by-guard", "user asked").unwrap();
+    by_guard.finish(Outcome::Failed, None, Some(15)).unwrap();
+    by_runner.finish(Outcome::Cancelled, Some(1), None).unwrap();
+    let finals: Vec<(String, bool)> = w
+        .calls()
+        .into_iter()
+        .filter_map(|c| match c {
+            MonitorCall::Final(f) => Some((f.name.to_string(), f.cancelled)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        finals,
+        [
+            ("by-guard".to_owned(), true),
+            ("by-runner".to_owned(), true)
+        ]
+    );
+}
+
+// R6.6: a state is closed only once its task finished (kills
+// `MonitorState::is_closed -> true`).
+#[test]
+fn a_state_closes_when_its_task_finishes() {
+    let w = World::new();
+    let task = w.start("closes", Profile::default());
+    w.guard.advance(SECS(1));
+    task.finish_completed();
+    let finished = w
+        .events
+        .events_of(task.id())
+        .into_iter()
+        .find(|e| matches!(e.kind, EventKind::Finished { .. }))
+        .unwrap();
+    let mut state = MonitorState::new("x", None, MonitorSettings::default());
+    assert!(!state.is_closed());
+    let tail = Vec::new;
+    state.on_event(&finished, &tail);
+    assert!(state.is_closed());
+}
+
+// R6.6: a message carries at most `max_output_bytes` of output, the newest,
+// from a line start (kills `>` for `==` in the render bound).
+#[test]
+fn a_final_carries_at_most_the_newest_max_output_bytes() {
+    let w = World::new();
+    let task = w.start("long", Profile::default());
+    w.run_for(SECS(4), MS(500), || {});
+    let lines: String = (0..2000).map(|i| format!("line {i:05}\n")).collect();
+    w.write(&task, &lines);
+    task.finish_completed();
+    let Some(MonitorCall::Final(f)) = w.calls().pop() else {
+        panic!("{:?}", w.kinds())
+    };
+    let max = MonitorSettings::default().max_output_bytes;
+    assert!(f.output_tail.len() <= max, "{}", f.output_tail.len());
+    assert!(
+        f.output_tail.starts_with("line "),
+        "{:?}",
+        &f.output_tail[..20]
+    );
+    assert!(f.output_tail.ends_with("line 01999\n"));
+}
+
+// R6.6: an update whose new output starts mid-line resends that line from
+// its start, so a secret split across two updates is still redacted whole
+// (kills the deleted `!` before `cut` in the render's context flag).
+#[test]
+fn an_update_resends_the_line_its_new_output_starts_in() {
+    let w = World::new();
+    let task = w.start("ctx", Profile::default());
+    w.run_for(SECS(4), MS(500), || {});
+    w.write(&task, "connecting with password=");
+    w.run_for(SECS(3), MS(500), || {});
+    w.write(&task, "hunter2 now\nnext\n");
+    w.run_for(SECS(3), MS(500), || {});
+    let Some(MonitorCall::Update(u)) = w.calls().pop() else {
+        panic!("{:?}", w.kinds())
+    };
+    assert_eq!(
+        u.new_output,
+        "connecting with password=[REDACTED] now\nnext\n"
+    );
+    assert!(!w.shown().contains("hunter2"));
+    task.finish_completed();
+}
