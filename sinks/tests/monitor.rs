@@ -856,3 +856,26 @@ fn an_update_resends_the_line_its_new_output_starts_in() {
     assert!(!w.shown().contains("hunter2"));
     task.finish_completed();
 }
+
+// R6.6: observations are kept for the last 256 tasks, the oldest task's
+// dropped first, however many observations each has (kills the deleted `!`
+// in `Core::record`, which never queued a new task for eviction).
+#[test]
+fn observations_are_kept_for_the_last_256_tasks() {
+    let w = World::new();
+    let first = w.start("first", Profile::default());
+    w.guard.advance(SECS(4));
+    assert!(!w.monitor.observations(first.id()).is_empty());
+    let later: Vec<TaskHandle> = (0..256)
+        .map(|i| w.start(&format!("t{i}"), Profile::default()))
+        .collect();
+    w.guard.advance(SECS(4));
+    assert!(w.monitor.observations(first.id()).is_empty());
+    for t in &later {
+        assert!(!w.monitor.observations(t.id()).is_empty());
+    }
+    first.finish_completed();
+    for t in later {
+        t.finish_completed();
+    }
+}
