@@ -61,7 +61,14 @@ async def wedge_once(turn: GuardedTurn) -> dict:
     accepted = await model_stream(turn)
     turn.checkpoint({"accepted": accepted})
     if turn.attempt == 1:
-        await asyncio.Event().wait()
+        # Wedged so hard it does not hear a cancel either (Temporal's SDK
+        # cancels an attempt locally once its heartbeat timeout passes): it
+        # keeps its worker's one slot, so the retry must run elsewhere.
+        while True:
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                continue
     return report(turn, accepted=accepted)
 
 
