@@ -227,6 +227,9 @@ class GuardedTurn:
         self.interval: float = max(every_ms, 1.0) / 1000.0
         #: Heartbeats sent by this attempt so far, by source.
         self.heartbeats: dict[str, int] = {"progress": 0, "engine": 0}
+        #: The engine's R3.7 "still running" events for this attempt so far
+        #: (forwarded only while a tool call is in flight).
+        self.engine_heartbeats = 0
         # Until this attempt says otherwise, resume where the last one was.
         self._checkpoint: Any = (self.previous or {}).get("checkpoint")
         self._tools: dict[str, tuple[str, int]] = {}
@@ -397,6 +400,7 @@ class GuardedTurn:
         if kind in VERDICT_TYPES:
             self._verdict = event
         if kind == "heartbeat":
+            self.engine_heartbeats += 1
             self._loop.call_soon_threadsafe(self._engine_heartbeat, event, context=self._context)
 
     def _engine_heartbeat(self, event: dict) -> None:
