@@ -401,7 +401,10 @@ class GuardedTurn:
             self._verdict = event
         if kind == "heartbeat":
             self.engine_heartbeats += 1
-            self._loop.call_soon_threadsafe(self._engine_heartbeat, event, context=self._context)
+            try:
+                self._loop.call_soon_threadsafe(self._engine_heartbeat, event, context=self._context)
+            except RuntimeError:
+                pass  # the attempt's loop closed: nobody to heartbeat for
 
     def _engine_heartbeat(self, event: dict) -> None:
         # Still running within budget (R3.7): genuine only while a tool call
