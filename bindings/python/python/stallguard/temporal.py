@@ -101,8 +101,10 @@ class Profile:
     milliseconds, ``timedelta``); None keeps the engine's default.
     ``heartbeat_interval`` is both the engine's R3.7 interval and the least
     spacing of Temporal heartbeats; None means a third of the activity's
-    heartbeat timeout (or the engine default when it has none). ``retry_on_stall``
-    makes the ``Stalled`` error retryable. ``sample_every`` is how often a
+    heartbeat timeout, at least 1 s (the engine's least interval; so give
+    guarded activities heartbeat timeouts of 3 s or more), or the engine's
+    default (10 s) when it has none. ``retry_on_stall`` makes the
+    ``Stalled`` error retryable. ``sample_every`` is how often a
     tool's process tree is sampled for suspects (None: never).
 
     >>> Profile(idle="30s", execution="2m").retry_on_stall
@@ -248,9 +250,15 @@ class GuardedTurn:
             value = getattr(profile, key)
             if value is not None:
                 kwargs[key] = value
+        # Routed before it starts (its `started` event finds it), and the
+        # engine never waits on the router's lock.
         with router.lock:
+            router.turns.setdefault(self.name, self)
+        try:
             self.task: Task = router.guard.start(self.name, **kwargs)
-            router.turns[self.name] = self
+        except BaseException:
+            self._close()
+            raise
 
     # --- recording: each is progress that may earn a heartbeat -----------
 
@@ -458,7 +466,8 @@ class GuardedTurn:
             self._flush = None
         router = _router()
         with router.lock:
-            router.turns.pop(self.name, None)
+            if router.turns.get(self.name) is self:
+                del router.turns[self.name]
 
 
 class guarded_turn:
