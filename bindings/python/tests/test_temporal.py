@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import pathlib
+import select
 import shutil
 import signal
 import socket
@@ -89,7 +90,8 @@ def workers(server):
             )
             procs[identity] = p
         for identity in identities:
-            line = procs[identity].stdout.readline()  # bounded by the worker's own connect timeout
+            ready, _, _ = select.select([procs[identity].stdout], [], [], BOUND)
+            line = procs[identity].stdout.readline() if ready else "(nothing within the bound)"
             assert line.strip() == "ready", f"worker {identity} did not start: {line!r}"
         return queue
 
