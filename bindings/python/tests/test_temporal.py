@@ -255,11 +255,16 @@ def test_d_a_workflow_cancel_kills_the_tool_process_group(workers, server):
         await handle.cancel()
         with pytest.raises(WorkflowFailureError):
             await handle.result()
-        return pid, await events(handle, EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED)
+        return pid, await events(handle, EventType.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED), \
+            await events(handle, EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED)
 
-    pid, cancelled = run(main())
+    pid, requested, cancelled = run(main())
     assert group_gone(pid), f"process group {pid} still alive after the cancel"
-    assert len(cancelled) == 1
+    assert len(requested) == 1 and len(cancelled) == 1
+    # Stopped by the process sink's SIGTERM on the task's cancel, not by
+    # the reaper's last-resort SIGKILL 30 s later (_tools.REAP_BOUND_S).
+    took = cancelled[0].event_time.ToDatetime() - requested[0].event_time.ToDatetime()
+    assert took.total_seconds() < 20, took
 
 
 def _pgid(pid):
