@@ -6,6 +6,7 @@ engine's own events, bounded."""
 
 import asyncio
 import dataclasses
+import os
 import time
 import uuid
 from datetime import timedelta
@@ -31,6 +32,20 @@ def environment(**info):
     beats = []
     env.on_heartbeat = lambda *details: beats.append((time.monotonic(), details[0]))
     return env, beats
+
+
+def members(pgid):
+    """The group's members that are not zombies, from /proc."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != b"Z":
+            found.append(int(pid))
+    return found
 
 
 async def until(pred):
@@ -103,3 +118,53 @@ def test_bad_profiles_and_functions_are_refused_with_what_was_wrong():
 
     with pytest.raises(TypeError, match="must be an async function"):
         guarded_activity(lambda turn: None)
+
+
+def test_an_idle_stall_outside_a_tool_interrupts_the_body_with_a_typed_error():
+    # R6.9, R2.1: the body awaits a model that never answers; the idle
+    # verdict cancels it and the attempt leaves as ApplicationError(Stalled).
+    from temporalio.exceptions import ApplicationError
+
+    env, beats = environment()
+
+    @guarded_activity(profile=Profile(idle="1s", retry_on_stall=True))
+    async def turn_fn(turn: GuardedTurn) -> None:
+        turn.argument_delta()
+        turn.checkpoint("half-way")
+        await asyncio.Event().wait()
+
+    with pytest.raises(ApplicationError) as raised:
+        asyncio.run(env.run(turn_fn))
+    e = raised.value
+    assert e.type == "Stalled" and not e.non_retryable
+    d = e.details[0]
+    assert d["verdict"] == "stalled" and d["budget"] == "idle" and d["budget_ms"] == 1000
+    assert d["silent_ms"] >= 1000 and d["checkpoint"] == "half-way" and d["last_call"] is None
+    assert e.message.startswith("stalled; idle budget 1s; silent ")
+    assert [b["source"] for _, b in beats] == ["progress"]  # none after the stall (R3.8)
+
+
+def test_temporals_cancel_cancels_the_task_and_stops_the_tools_group():
+    # R6.9, R3.5: ActivityEnvironment.cancel() is what a worker does on a
+    # cancel request; the tool's group goes and the cancel propagates.
+    env, beats = environment()
+    seen = {}
+
+    @guarded_activity(profile=Profile(idle="30s"))
+    async def turn_fn(turn: GuardedTurn) -> None:
+        seen["turn"] = turn
+        await turn.run_tool(["sh", "-c", "sleep 30 & sleep 30; wait"], name="bash")
+
+    async def main():
+        work = asyncio.ensure_future(env.run(turn_fn))
+        await until(lambda: "turn" in seen and seen["turn"]._tools)
+        pid = next(iter(seen["turn"]._tools.values()))[1]
+        env.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await work
+        return pid
+
+    pid = asyncio.run(main())
+    assert members(pid) == []  # gone (zombies aside) before the cancel propagated
+    assert seen["turn"].task.is_cancelled
+    assert seen["turn"].task.status() is None  # finished
