@@ -23,13 +23,18 @@ use parking_lot::Mutex;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyList, PyString};
+use stallguard_sinks::process::ProcessSink;
 use stallguard_sources::args::{
-    anthropic::AnthropicStream, openai::OpenAiStream, responses::ResponsesStream, Step,
+    anthropic::AnthropicStream, openai::OpenAiStream, responses::ResponsesStream,
 };
+use stallguard_sources::procs::ProcessSampler;
 use watchdog_core::{
     Action, ActionKind, CallOutcome, Delivery, Event, GuardError, KindSet, ManualClock, Outcome,
     Profile, SignalKind, Sink, SinkError, TaskId, TaskState,
 };
+
+mod adapters;
+use adapters::{AnthropicAdapter, OpenAiAdapter, ResponsesAdapter};
 
 /// What a cancel has to reach for one task: its flag and the futures that
 /// `await task.cancelled()` handed out.
@@ -127,8 +132,13 @@ struct Guard {
 #[pymethods]
 impl Guard {
     #[new]
-    #[pyo3(signature = (clock = "real", on_event = None))]
-    fn new(py: Python<'_>, clock: &str, on_event: Option<Py<PyAny>>) -> PyResult<Self> {
+    #[pyo3(signature = (clock = "real", on_event = None, process_groups = false))]
+    fn new(
+        py: Python<'_>,
+        clock: &str,
+        on_event: Option<Py<PyAny>>,
+        process_groups: bool,
+    ) -> PyResult<Self> {
         if let Some(cb) = &on_event {
             if !cb.bind(py).is_callable() {
                 return Err(PyTypeError::new_err("on_event: expected a callable"));
@@ -146,7 +156,12 @@ impl Guard {
             resolve: helpers.getattr("resolve")?.unbind(),
             tasks: Mutex::new(HashMap::new()),
         });
-        let builder = watchdog_core::Guard::builder().sink(PySink(Arc::clone(&shared)));
+        let mut builder = watchdog_core::Guard::builder().sink(PySink(Arc::clone(&shared)));
+        if process_groups {
+            // A cancel stops the process group a task attached (R3.5, R6.4):
+            // SIGTERM, then SIGKILL after the grace period.
+            builder = builder.sink(ProcessSink::new());
+        }
         let (guard, manual) = match clock {
             "real" => (builder.build(), false),
             "manual" => (builder.clock(ManualClock::new()).build(), true),
@@ -235,6 +250,7 @@ impl Guard {
             handle: Arc::new(handle),
             cancel,
             shared: Arc::clone(&self.shared),
+            sampler: Mutex::new(None),
         })
     }
 
@@ -289,6 +305,8 @@ struct Task {
     handle: Arc<watchdog_core::TaskHandle>,
     cancel: Arc<CancelState>,
     shared: Arc<Shared>,
+    /// Samples the attached process's descendants (R5.5), for stall events.
+    sampler: Mutex<Option<ProcessSampler>>,
 }
 
 #[pymethods]
@@ -347,6 +365,33 @@ impl Task {
         self.handle
             .tool_finished(call_id, outcome)
             .map_err(guard_error)
+    }
+
+    /// Attaches a process group leader to the task (R3.5, R5.5): a guard
+    /// built with `process_groups=True` stops its group on a cancel, and its
+    /// descendants, sampled every `sample_every`, are named in stall events.
+    #[pyo3(signature = (pid, sample_every = None))]
+    fn attach_process(&self, pid: u32, sample_every: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        if pid <= 1 {
+            return Err(PyValueError::new_err(format!(
+                "pid: expected a process group leader's pid (> 1), got {pid}"
+            )));
+        }
+        let every = match sample_every {
+            Some(v) => budget("sample_every", v)?,
+            None => Some(Duration::from_secs(1)),
+        };
+        let recorder = self.handle.recorder();
+        recorder.set_pid(pid);
+        let sampler = match every {
+            Some(every) => Some(
+                ProcessSampler::spawn(pid, every, Some(recorder))
+                    .map_err(|e| PyValueError::new_err(format!("sample_every: {e}")))?,
+            ),
+            None => None,
+        };
+        *self.sampler.lock() = sampler;
+        Ok(())
     }
 
     /// Pauses every budget (R2.8), as while waiting on a human.
@@ -430,6 +475,7 @@ impl Task {
                 )))
             }
         };
+        self.sampler.lock().take();
         self.handle.finish(outcome, None, None).map_err(guard_error)
     }
 
@@ -450,88 +496,12 @@ impl Task {
         } else {
             Outcome::Completed
         };
+        self.sampler.lock().take();
         // Already finished by hand: nothing more to say.
         let _ = self.handle.finish(outcome, None, None);
         false
     }
 }
-
-macro_rules! adapter {
-    ($(#[$doc:meta])* $py:ident, $name:literal, $inner:ty) => {
-        $(#[$doc])*
-        #[pyclass(frozen, module = "stallguard", name = $name)]
-        struct $py(Mutex<$inner>);
-
-        #[pymethods]
-        impl $py {
-            /// Feeds one event (an SSE `data:` payload as str, bytes, or an
-            /// already-parsed dict); returns "renewed", "tracked" or
-            /// "ignored", and raises ValueError with the reason of a refusal.
-            fn feed(&self, data: &Bound<'_, PyAny>) -> PyResult<&'static str> {
-                let step = if let Ok(s) = data.cast::<PyString>() {
-                    self.0.lock().feed(s.to_str()?)
-                } else if let Ok(b) = data.extract::<&[u8]>() {
-                    self.0.lock().feed_bytes(b)
-                } else {
-                    let json = PyModule::import(data.py(), "json")?
-                        .call_method1("dumps", (data,))
-                        .map_err(|_| {
-                            PyTypeError::new_err(format!(
-                                "feed: expected str, bytes or a JSON-serializable dict, got {}",
-                                repr(data)
-                            ))
-                        })?;
-                    self.0.lock().feed(json.extract::<&str>()?)
-                };
-                match step {
-                    Ok(Step::Renewed) => Ok("renewed"),
-                    Ok(Step::Tracked) => Ok("tracked"),
-                    Ok(_) => Ok("ignored"),
-                    Err(reason) => Err(PyValueError::new_err(format!(
-                        "{reason} ({})",
-                        reason.as_str()
-                    ))),
-                }
-            }
-
-            /// Ends the current message, as when a stream is dropped midway.
-            fn turn_end(&self) {
-                self.0.lock().turn_end();
-            }
-
-            /// How many deltas renewed the task so far.
-            #[getter]
-            fn accepted(&self) -> u64 {
-                self.0.lock().tracker().accepted()
-            }
-
-            /// Refusals so far, by reason.
-            #[getter]
-            fn rejections(&self) -> HashMap<&'static str, u64> {
-                self.0
-                    .lock()
-                    .tracker()
-                    .rejections()
-                    .iter()
-                    .map(|(r, n)| (r.as_str(), n))
-                    .collect()
-            }
-        }
-    };
-}
-
-adapter!(
-    /// Feeds Anthropic Messages stream events to the task.
-    AnthropicAdapter, "AnthropicStream", AnthropicStream
-);
-adapter!(
-    /// Feeds OpenAI chat-completions chunks to the task.
-    OpenAiAdapter, "OpenAiStream", OpenAiStream
-);
-adapter!(
-    /// Feeds OpenAI Responses API stream events to the task.
-    ResponsesAdapter, "ResponsesStream", ResponsesStream
-);
 
 /// Reads a duration given as a humantime string ("90s", "1h 30m"), a number
 /// of milliseconds or a `datetime.timedelta`; "off" (or None-like zero for
@@ -602,9 +572,10 @@ fn to_py<T: serde::Serialize>(py: Python<'_>, shared: &Shared, v: &T) -> PyResul
     Ok(shared.loads.bind(py).call1((json,))?.unbind())
 }
 
-/// The `stallguard` module.
+/// The native part of the `stallguard` package, re-exported by its
+/// `__init__.py` (so `stallguard.temporal` can live beside it in Python).
 #[pymodule]
-#[pyo3(name = "stallguard")]
+#[pyo3(name = "_native")]
 fn stallguard_py(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Guard>()?;
     m.add_class::<Task>()?;

@@ -5,6 +5,8 @@ watchdog-core; see SPEC R11.1.
 Durations are humantime strings ("90s", "1h 30m"), "off" where a budget can be
 disabled, numbers of milliseconds, or datetime.timedelta; a bad one raises
 ValueError naming the key and the value.
+
+`stallguard.temporal` guards Temporal activities (R6.9); see its docstrings.
 """
 
 import datetime
@@ -24,13 +26,16 @@ class Guard:
     `clock="manual"` runs on a virtual clock moved only by `advance` (for
     tests); `"real"` (the default) runs its own driver thread. `on_event` is
     called with each event dict, in order, `finished` last, on the guard's
-    sink thread with the GIL held.
+    sink thread with the GIL held. With `process_groups=True`, a cancel also
+    stops the process group a task attached (`Task.attach_process`): SIGTERM,
+    then SIGKILL after the grace period (R3.5).
     """
 
     def __init__(
         self,
         clock: Literal["real", "manual"] = "real",
         on_event: Optional[Callable[[Event], object]] = None,
+        process_groups: bool = False,
     ) -> None: ...
     def start(
         self,
@@ -79,6 +84,15 @@ class Task:
         """A tool call started: the execution budget applies (R2.2, R5.3)."""
     def tool_finished(self, call_id: str, outcome: Literal["success", "failure", "error", "cancelled"]) -> None:
         """A tool call finished; an unknown id raises ValueError."""
+    def attach_process(self, pid: int, sample_every: Optional[Duration] = None) -> None:
+        """Attaches a process group leader (a tool started in its own session):
+        a guard with `process_groups=True` stops its group on a cancel, and
+        its descendants, sampled every `sample_every` (default 1 s, "off":
+        never), are named as `children` of stall events (R3.5, R5.5).
+
+        >>> p = subprocess.Popen(["sh", "-c", "sleep 30; true"], start_new_session=True)
+        >>> task.attach_process(p.pid)
+        """
     def pause(self) -> None:
         """Stops every budget, the deadline included (R2.8)."""
     def resume(self) -> None:
