@@ -817,6 +817,7 @@ impl ChildProbe for OneChild {
             name: "psql".into(),
             state: ProcState::Sleeping,
             wchan: Some("do_poll".into()),
+            blocked_on: None,
             started_unix_ms: Some(1),
             cpu_ms: 5,
             cpu_delta_ms: Some(2),

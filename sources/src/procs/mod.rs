@@ -22,6 +22,8 @@ use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
 use watchdog_core::ChildInfo;
 
+pub mod blocked;
+pub mod net;
 mod sampler;
 mod stat;
 
@@ -71,6 +73,9 @@ pub struct TreeSample {
     pub children: Vec<ChildInfo>,
     /// How many descendants there were before the cut to [`MAX_CHILDREN`].
     pub descendants: usize,
+    /// The root itself, sampled like a child (its CPU since the previous
+    /// sample, what it is blocked on); absent when it is gone.
+    pub root: Option<ChildInfo>,
     /// CPU the whole tree (root included) used since the previous sample,
     /// counting processes that appeared since in full; absent on the first.
     pub cpu_delta_ms: Option<u64>,
@@ -203,6 +208,31 @@ impl ProcTable {
     /// Samples the descendants of `root_pid`: up to [`MAX_CHILDREN`], eldest
     /// first. A root that no longer exists has no descendants.
     pub fn sample(&mut self, root_pid: u32) -> Result<TreeSample, ProcsError> {
+        self.sample_as(root_pid, true)
+    }
+
+    /// Samples like [`ProcTable::sample`] but keeps the CPU readings of the
+    /// previous sample, so the next one still measures from there: what a
+    /// verdict looks at (R8.13) without taking progress away from the
+    /// periodic samples (R5.11).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stallguard_sources::procs::ProcTable;
+    /// # #[cfg(target_os = "linux")] {
+    /// let mut table = ProcTable::new();
+    /// let me = std::process::id();
+    /// table.sample(me).unwrap();
+    /// let look = table.peek(me).unwrap();
+    /// assert_eq!(look.root.unwrap().pid, me); // the root is sampled too
+    /// # }
+    /// ```
+    pub fn peek(&mut self, root_pid: u32) -> Result<TreeSample, ProcsError> {
+        self.sample_as(root_pid, false)
+    }
+
+    fn sample_as(&mut self, root_pid: u32, commit: bool) -> Result<TreeSample, ProcsError> {
         if self.system && cfg!(not(target_os = "linux")) {
             return Err(ProcsError::Unsupported);
         }
@@ -262,31 +292,54 @@ impl ProcTable {
 
         tree.sort_unstable_by_key(|&i| (table[i].starttime, table[i].pid));
         let descendants = tree.len();
+        // R8.13: what each kept process is blocked on, asked of the tree's
+        // processes only (pipes are matched across them).
+        let members: Vec<ProcStat> = root
+            .iter()
+            .chain(tree.iter())
+            .map(|&i| table[i].clone())
+            .collect();
         tree.truncate(MAX_CHILDREN);
         let mut children = Vec::with_capacity(tree.len());
-        for &i in &tree {
+        let mut root_info = None;
+        let (fs_root, system) = (self.root.clone(), self.system);
+        let mut inspector = blocked::Inspector::new(&fs_root, system, &members);
+        for &i in root.iter().chain(tree.iter()) {
             let p = &table[i];
             let now = seen[&(p.pid, p.starttime)];
             let before = prev
                 .as_ref()
                 .and_then(|m| m.get(&(p.pid, p.starttime)).copied());
-            children.push(ChildInfo {
+            let wchan = self.read_wchan(p.pid);
+            let blocked_on = inspector.describe(p.pid, p.state, wchan.as_deref());
+            let info = ChildInfo {
                 pid: p.pid,
                 name: p.comm.clone(),
                 state: p.state,
-                wchan: self.read_wchan(p.pid),
+                wchan,
+                blocked_on,
                 started_unix_ms: self
                     .btime_ms
                     .map(|b| b.saturating_add(p.starttime.saturating_mul(1000) / self.ticks)),
                 cpu_ms: now,
                 cpu_delta_ms: before.map(|b| now.saturating_sub(b)),
-            });
+            };
+            if Some(i) == root {
+                root_info = Some(info);
+            } else {
+                children.push(info);
+            }
         }
         let cpu_delta_ms = prev.is_some().then_some(tree_delta);
-        self.prev = Some(seen);
+        if commit {
+            self.prev = Some(seen);
+        } else {
+            self.prev = prev;
+        }
         Ok(TreeSample {
             children,
             descendants,
+            root: root_info,
             cpu_delta_ms,
         })
     }
@@ -513,4 +566,3 @@ fn ticks_per_second() -> u64 {
     let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     u64::try_from(t).ok().filter(|&t| t > 0).unwrap_or(100)
 }
-

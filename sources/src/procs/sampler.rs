@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -55,11 +55,27 @@ pub fn check_interval(interval: Duration) -> Result<Duration, ProcsError> {
 #[derive(Debug, Default)]
 pub struct SampledChildren {
     last: Mutex<Option<Vec<ChildInfo>>>,
+    /// The sampler, for a fresh look at a verdict (R8.13).
+    sampling: Mutex<Weak<Sampling>>,
 }
 
 impl ChildProbe for SampledChildren {
     fn children(&self) -> Option<Vec<ChildInfo>> {
         self.last.lock().clone()
+    }
+
+    fn verdict_children(&self) -> Option<Vec<ChildInfo>> {
+        let sampling = self.sampling.lock().upgrade();
+        match sampling {
+            Some(s) => s.verdict().or_else(|| self.children()),
+            None => self.children(),
+        }
+    }
+}
+
+impl fmt::Debug for Sampling {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sampling").field("pid", &self.pid).finish()
     }
 }
 
@@ -73,6 +89,13 @@ struct Sampling {
 }
 
 impl Sampling {
+    /// A fresh sample of the tree, the root first, that leaves the CPU
+    /// readings to the periodic samples (R8.13, R5.11).
+    fn verdict(&self) -> Option<Vec<ChildInfo>> {
+        let sample = self.table.lock().peek(self.pid).ok()?;
+        Some(sample.root.into_iter().chain(sample.children).collect())
+    }
+
     fn run(&self) -> Option<Vec<ChildInfo>> {
         let sample = self.table.lock().sample(self.pid);
         let children = match sample {
@@ -176,6 +199,7 @@ impl ProcessSampler {
             recorder,
             warned: AtomicBool::new(false),
         });
+        *sampling.cache.sampling.lock() = Arc::downgrade(&sampling);
         let (stop, stopped) = mpsc::channel::<()>();
         let worker = Arc::clone(&sampling);
         let thread = std::thread::Builder::new()
@@ -222,6 +246,10 @@ impl ProcessSampler {
 impl ChildProbe for ProcessSampler {
     fn children(&self) -> Option<Vec<ChildInfo>> {
         self.sampling.cache.children()
+    }
+
+    fn verdict_children(&self) -> Option<Vec<ChildInfo>> {
+        self.sampling.cache.verdict_children()
     }
 }
 
