@@ -173,15 +173,17 @@ pub(crate) fn details(t: &Value) -> String {
     match t.get("children").and_then(Value::as_array) {
         Some(children) => {
             for c in children {
-                field(
-                    "child",
-                    format!(
-                        "{}[{}] {}",
-                        text(&c["name"]),
-                        text(&c["pid"]),
-                        text(&c["state"])
-                    ),
+                let mut line = format!(
+                    "{}[{}] {}",
+                    text(&c["name"]),
+                    text(&c["pid"]),
+                    text(&c["state"])
                 );
+                // R8.13: what it is blocked on (escaped at the source).
+                if let Some(b) = c["blocked_on"].as_str() {
+                    line.push_str(&format!(": {b}"));
+                }
+                field("child", line);
             }
         }
         None => field("children", "unknown".into()),
