@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
-use watchdog_core::ChildInfo;
+use watchdog_core::{ChildInfo, ProcState};
 
 pub mod blocked;
 pub mod net;
@@ -129,6 +129,8 @@ pub struct ProcTable {
     dir: Option<OwnedFd>,
     /// Follow the kernel's children lists when it has them.
     follow_children: bool,
+    /// Say what suspects are blocked on (R8.13).
+    blocked_on: bool,
     buf: Vec<u8>,
 }
 
@@ -177,6 +179,7 @@ impl ProcTable {
             since_full_walk: 0,
             dir: None,
             follow_children: true,
+            blocked_on: true,
             buf: vec![0; 1024],
         }
     }
@@ -197,6 +200,24 @@ impl ProcTable {
     #[must_use]
     pub fn walk_only(mut self) -> ProcTable {
         self.follow_children = false;
+        self
+    }
+
+    /// Leaves out what each process is blocked on (R8.13): what a sample
+    /// cost before it was read, kept for comparing the two in benches.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stallguard_sources::procs::ProcTable;
+    ///
+    /// let mut table = ProcTable::new().without_blocked_on();
+    /// # #[cfg(target_os = "linux")]
+    /// assert!(table.peek(std::process::id()).unwrap().root.unwrap().blocked_on.is_none());
+    /// ```
+    #[must_use]
+    pub fn without_blocked_on(mut self) -> ProcTable {
+        self.blocked_on = false;
         self
     }
 
@@ -275,20 +296,36 @@ impl ProcTable {
             self.outsiders.remove(&table[i].pid);
         }
 
-        let cpu_ms =
-            |p: &ProcStat| p.utime.saturating_add(p.stime).saturating_mul(1000) / self.ticks;
+        let per_second = self.ticks;
+        let ms = move |ticks: u64| ticks.saturating_mul(1000) / per_second;
+        // R5.11: a process's CPU counts the children it reaped, so a child
+        // that lived and exited between two samples is not lost.
+        let total = |p: &ProcStat| {
+            ms(p.utime
+                .saturating_add(p.stime)
+                .saturating_add(p.cutime)
+                .saturating_add(p.cstime))
+        };
         let prev = self.prev.take();
         let mut seen = HashMap::with_capacity(tree.len() + 1);
-        let mut tree_delta = 0u64;
+        let mut tree_delta = 0i128;
         for &i in tree.iter().chain(root.iter()) {
             let p = &table[i];
-            let now = cpu_ms(p);
+            let now = total(p);
             let before = prev
                 .as_ref()
                 .and_then(|m| m.get(&(p.pid, p.starttime)).copied());
-            tree_delta = tree_delta.saturating_add(now.saturating_sub(before.unwrap_or(0)));
+            tree_delta += i128::from(now.saturating_sub(before.unwrap_or(0)));
             seen.insert((p.pid, p.starttime), now);
         }
+        // What a process that is gone since had used was counted then; its
+        // reaper's children times now count it again: take it out once.
+        for (key, gone) in prev.iter().flatten() {
+            if !seen.contains_key(key) {
+                tree_delta -= i128::from(*gone);
+            }
+        }
+        let tree_delta = u64::try_from(tree_delta.max(0)).unwrap_or(u64::MAX);
 
         tree.sort_unstable_by_key(|&i| (table[i].starttime, table[i].pid));
         let descendants = tree.len();
@@ -311,7 +348,14 @@ impl ProcTable {
                 .as_ref()
                 .and_then(|m| m.get(&(p.pid, p.starttime)).copied());
             let wchan = self.read_wchan(p.pid);
-            let blocked_on = inspector.describe(p.pid, p.state, wchan.as_deref());
+            let cpu_delta_ms = before.map(|b| now.saturating_sub(b));
+            // A periodic sample asks only of the suspects (R5.5's rule); a
+            // verdict's look asks of every process (R8.13).
+            let ask = self.blocked_on
+                && (!commit || p.state == ProcState::DiskWait || cpu_delta_ms == Some(0));
+            let blocked_on = ask
+                .then(|| inspector.describe(p.pid, p.state, wchan.as_deref()))
+                .flatten();
             let info = ChildInfo {
                 pid: p.pid,
                 name: p.comm.clone(),
@@ -321,8 +365,8 @@ impl ProcTable {
                 started_unix_ms: self
                     .btime_ms
                     .map(|b| b.saturating_add(p.starttime.saturating_mul(1000) / self.ticks)),
-                cpu_ms: now,
-                cpu_delta_ms: before.map(|b| now.saturating_sub(b)),
+                cpu_ms: ms(p.utime.saturating_add(p.stime)),
+                cpu_delta_ms,
             };
             if Some(i) == root {
                 root_info = Some(info);

@@ -123,7 +123,7 @@ impl Sampling {
 /// (R5.5).
 ///
 /// It runs on its own std thread, so it keeps sampling when the host's async
-/// runtime is blocked; the first sample is taken at once, then one every
+/// runtime is blocked; the first sample is taken before `spawn` returns (R5.11), then one every
 /// interval. When the tree (the root included) used CPU since the previous
 /// sample it records a `cpu` signal on the task. A table that cannot be read
 /// is logged once and the children stay absent. Dropping the sampler stops
@@ -200,16 +200,19 @@ impl ProcessSampler {
             warned: AtomicBool::new(false),
         });
         *sampling.cache.sampling.lock() = Arc::downgrade(&sampling);
+        // R5.11: the first sample is taken here, at the start, so CPU used
+        // before it is never counted as progress later.
+        sampling.run();
         let (stop, stopped) = mpsc::channel::<()>();
         let worker = Arc::clone(&sampling);
         let thread = std::thread::Builder::new()
             .name("stallguard-procs".into())
             .spawn(move || loop {
-                worker.run();
                 match stopped.recv_timeout(interval) {
                     Err(mpsc::RecvTimeoutError::Timeout) => {}
                     _ => return,
                 }
+                worker.run();
             })
             .map_err(ProcsError::Thread)?;
         Ok(ProcessSampler {

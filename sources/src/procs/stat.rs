@@ -63,6 +63,10 @@ pub struct ProcStat {
     pub utime: u64,
     /// Field 15: system CPU time, clock ticks.
     pub stime: u64,
+    /// Field 16: user CPU time of its waited-for children, clock ticks.
+    pub cutime: u64,
+    /// Field 17: system CPU time of its waited-for children, clock ticks.
+    pub cstime: u64,
     /// Field 22: start time after boot, clock ticks.
     pub starttime: u64,
 }
@@ -103,6 +107,8 @@ impl ProcStat {
         let ppid = number(next("ppid", 4)?, "ppid", 4)?;
         let utime = number(next("utime", 14)?, "utime", 14)?;
         let stime = number(next("stime", 15)?, "stime", 15)?;
+        let cutime = number(next("cutime", 16)?, "cutime", 16)?;
+        let cstime = number(next("cstime", 17)?, "cstime", 17)?;
         let starttime = number(next("starttime", 22)?, "starttime", 22)?;
         Ok(ProcStat {
             pid,
@@ -112,6 +118,8 @@ impl ProcStat {
                 .map_err(|_| invalid("ppid", 4, ppid.to_string().as_bytes()))?,
             utime,
             stime,
+            cutime,
+            cstime,
             starttime,
         })
     }
