@@ -425,14 +425,14 @@ fn r8_9_a_stopped_command_runs_its_sigterm_handler_on_a_cancel() {
     let script = "trap 'echo handled; exit 7' TERM; echo \"pids $$\"; kill -STOP $$; exit 0";
     let mut t = Run::start(Wrapper::Timeout, &["1"], &[], script, None);
     t.pids();
-    let t_out = t.rest();
     let (ts, _) = t.finish();
+    let t_out = t.rest();
 
     let sg = ["--idle", "1s", "--grace", "1h"];
     let mut s = Run::start(Wrapper::Stallguard, &[], &sg, script, None);
     let spids = s.pids();
-    let s_out = s.rest();
     let (ss, serr) = s.finish();
+    let s_out = s.rest();
     assert_eq!(shell_status(ss), shell_status(ts), "{serr}");
     assert_eq!(shell_status(ss), 124, "{serr}");
     assert_eq!((t_out.as_str(), s_out.as_str()), ("handled\n", "handled\n"));
