@@ -398,13 +398,18 @@ fn r8_9_a_hup_the_command_ignores_leaves_both_running() {
     assert_eq!(s.events().last().unwrap()["exit_code"], 4);
 }
 
-// R8.9: USR1, USR2 and ALRM reach the group too. The reference here is
+// R8.9: USR1, USR2, ALRM and the real-time signals reach the group too. The reference here is
 // coreutils 9.10's `timeout`, which forwards every terminating signal; the
 // 9.1 installed on Debian 12 dies of USR1 itself and leaves the command
 // running under init, so only stallguard runs.
 #[test]
-fn r8_9_usr1_usr2_alrm_reach_the_group() {
-    for sig in [libc::SIGUSR1, libc::SIGUSR2, libc::SIGALRM] {
+fn r8_9_usr1_usr2_alrm_realtime_reach_the_group() {
+    for sig in [
+        libc::SIGUSR1,
+        libc::SIGUSR2,
+        libc::SIGALRM,
+        libc::SIGRTMIN() + 3,
+    ] {
         let sg = ["--idle", "1m"];
         let mut s = Run::start(Wrapper::Stallguard, &[], &sg, TWO_SLEEPS, None);
         let spids = s.pids();
