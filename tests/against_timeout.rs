@@ -581,3 +581,41 @@ fn r8_10_a_full_disk_is_said_once_and_never_exits_0() {
         assert!(serr.contains("No space left on device"), "{serr}");
     }
 }
+
+// R8.10: the same for stderr: when the reader of the wrapper's stderr goes
+// away, the command's stderr breaks and it dies of SIGPIPE, 141, as under
+// `timeout`.
+#[test]
+fn r8_10_a_stderr_reader_that_goes_away_ends_the_command_with_141() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut statuses = Vec::new();
+    for w in [Wrapper::Timeout, Wrapper::Stallguard] {
+        let mut cmd = match w {
+            Wrapper::Timeout => {
+                let mut c = Command::new(TIMEOUT);
+                c.current_dir(dir.path()).stdin(Stdio::null()).arg("600");
+                c
+            }
+            Wrapper::Stallguard => {
+                let mut c = stallguard(dir.path());
+                c.args(["run", "--idle", "1m", "--"]);
+                c
+            }
+        };
+        let mut child = cmd
+            .args(["sh", "-c", "exec yes >&2"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let _cleanup = KillOnDrop(vec![child.id()]);
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        err.read_line(&mut line).unwrap();
+        assert_eq!(line, "y\n", "{w:?}");
+        drop(err);
+        assert!(exits_within(child.id(), BOUND), "{w:?} did not end");
+        statuses.push(shell_status(child.wait().unwrap()));
+    }
+    assert_eq!(statuses, [141, 141]);
+}
