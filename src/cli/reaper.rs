@@ -145,7 +145,16 @@ pub(crate) fn reap_orphans(except: Option<u32>) {
 
 /// Sends `sig` to each process and to each process group led by one of
 /// them (an escaped session's group), never to stallguard's own group.
-fn signal_all(procs: &[Proc], sig: Signal) {
+/// SIGTERM is followed by SIGCONT, so a stopped process runs its handler
+/// (R8.9).
+pub(crate) fn signal_all(procs: &[Proc], sig: Signal) {
+    signal_each(procs, sig);
+    if sig == Signal::SIGTERM {
+        signal_each(procs, Signal::SIGCONT);
+    }
+}
+
+fn signal_each(procs: &[Proc], sig: Signal) {
     let ours = getpgrp().as_raw() as u32;
     let leaders: std::collections::HashSet<u32> = procs.iter().map(|p| p.pid).collect();
     for p in procs {
@@ -187,6 +196,7 @@ pub(crate) fn stop_group(pgid: u32, grace: Duration, confirm: Duration) {
         return;
     }
     let _ = killpg(Pid::from_raw(pgid as i32), Signal::SIGTERM);
+    let _ = killpg(Pid::from_raw(pgid as i32), Signal::SIGCONT);
     if let KillOutcome::Confirmed { .. } = wait_group_gone(pgid, grace) {
         return;
     }
