@@ -211,3 +211,29 @@ fn codex_file_change_completed_only_is_a_whole_call() {
         (1, 1, 1, 0)
     );
 }
+
+// R8.1, R5.10: a shown command is cut and cleaned whatever it holds: long,
+// multibyte, escape sequences, newlines; the name stays within 256 bytes.
+#[test]
+fn shown_commands_are_cut_and_cleaned() {
+    use stallguard_sources::agent::{call_name, MAX_SHOWN_COMMAND};
+    let long = "é".repeat(500);
+    let n = call_name("Bash", Some(&long));
+    assert!(n.len() <= 256, "{}", n.len());
+    assert!(n.starts_with("Bash(éé") && n.ends_with("…)"), "{n}");
+    assert_eq!(n.chars().filter(|c| *c == 'é').count(), MAX_SHOWN_COMMAND);
+    let n = call_name("Bash", Some("printf '\u{1b}[2J'\nrm -rf /tmp/x\r"));
+    assert_eq!(n, "Bash(printf '?[2J' rm -rf /tmp/x)");
+    let n = call_name(&"ñ".repeat(200), Some("ls"));
+    assert!(n.len() <= 256 && !n.contains('('), "{n}");
+    assert_eq!(call_name("Bash", Some("   ")), "Bash");
+    // Through the stream: the running call's name is the cleaned one.
+    let (_guard, _rec, task) = setup();
+    let mut stream = AgentStream::new(Format::ClaudeCode, task.recorder());
+    stream.feed(br#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"echo \u001b]0;owned\u0007 && sleep 9"}}]}}
+"#);
+    assert_eq!(
+        task.status().unwrap().last_step.as_deref(),
+        Some("tool \"Bash(echo ?]0;owned? && sleep 9)\" still running")
+    );
+}
