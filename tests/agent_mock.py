@@ -13,6 +13,8 @@ The script, chosen by the first argument:
               `sleep 6` in the background (`run_in_background: true`).
   hang        the response starts streaming, then sends nothing more until
               the client goes away.
+  stop        a background `sleep 30` as in `background`; once its result
+              names the task id, a TaskStop call for it; then text.
   compact     every request gets a short text answer; Claude Code's request
               for a summary of the conversation (`/compact`) waits 4 s in
               silence first.
@@ -22,13 +24,14 @@ stderr (method, path, what it answered). Standard library only.
 """
 
 import json
+import re
 import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 SCRIPT = sys.argv[1] if len(sys.argv) > 1 else "tool"
-SHELL = "sleep 6" if SCRIPT == "background" else "sleep 4"
+SHELL = {"background": "sleep 6", "stop": "sleep 30"}.get(SCRIPT, "sleep 4")
 
 
 def log(*parts):
@@ -64,6 +67,16 @@ def last_text(body):
     if isinstance(content, list):
         return " ".join(b.get("text", "") for b in content if isinstance(b, dict))
     return ""
+
+
+def background_id(body):
+    """The task id in the last tool result ("... with ID: b9miywpi3."), if
+    no TaskStop call was made yet."""
+    text = json.dumps(body.get("messages", []))
+    if '"name": "TaskStop"' in text:
+        return None
+    m = re.search(r"running in background with ID: ([A-Za-z0-9_-]+)", text)
+    return m.group(1) if m else None
 
 
 def is_compaction(body):
@@ -153,6 +166,9 @@ class Handler(BaseHTTPRequestHandler):
         wants_tool = "Bash" in tool_names(body) and not has_tool_result(body)
         answer = "hang" if SCRIPT == "hang" and "Bash" in tool_names(body) else (
             "tool" if wants_tool and SCRIPT != "compact" else "text")
+        stop_id = background_id(body) if SCRIPT == "stop" else None
+        if stop_id:
+            answer = "stop"
         if SCRIPT == "compact" and is_compaction(body):
             time.sleep(4)  # a silent 4 s compaction
         log("POST /v1/messages", "stream" if body.get("stream") else "plain", answer,
@@ -177,13 +193,15 @@ class Handler(BaseHTTPRequestHandler):
                                              "delta": {"type": "text_delta", "text": "Thinking"}})
             self.hang()
             return
-        if answer == "tool":
-            args = {"command": SHELL, "description": "Wait"}
-            if SCRIPT == "background":
+        if answer in ("tool", "stop"):
+            name, args = "Bash", {"command": SHELL, "description": "Wait"}
+            if SCRIPT in ("background", "stop"):
                 args["run_in_background"] = True
+            if answer == "stop":
+                name, args = "TaskStop", {"task_id": stop_id}
             self.sse("content_block_start", {"type": "content_block_start", "index": 0,
                                              "content_block": {"type": "tool_use", "id": "toolu_mock_%d" % time.monotonic_ns(),
-                                                               "name": "Bash", "input": {}}})
+                                                               "name": name, "input": {}}})
             self.sse("content_block_delta", {"type": "content_block_delta", "index": 0,
                                              "delta": {"type": "input_json_delta", "partial_json": json.dumps(args)}})
             self.sse("content_block_stop", {"type": "content_block_stop", "index": 0})

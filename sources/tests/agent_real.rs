@@ -237,3 +237,29 @@ fn shown_commands_are_cut_and_cleaned() {
         Some("tool \"Bash(echo ?]0;owned? && sleep 9)\" still running")
     );
 }
+
+// R5.6: a background shell stopped by the agent's own `TaskStop` is
+// retired by Claude Code's `task_notification` (`stopped`, both ids),
+// before the stop call's result.
+#[test]
+fn claude_code_task_stop_retires_the_background_task() {
+    let (_guard, _rec, task) = setup();
+    let lines = fixture("claude-code/real_background_stop.jsonl");
+    let mut stream = AgentStream::new(Format::ClaudeCode, task.recorder());
+    let stop = line_with(&lines, "\"name\":\"TaskStop\"");
+    for l in &lines[..=stop] {
+        stream.feed(l.as_bytes());
+    }
+    assert_eq!(state(&task), TaskState::Monitoring);
+    let end = line_with(&lines, "\"status\":\"stopped\"");
+    for l in &lines[stop + 1..=end] {
+        stream.feed(l.as_bytes());
+    }
+    assert_eq!(state(&task), TaskState::Working);
+    assert!(stream.background().is_empty());
+    for l in &lines[end + 1..] {
+        stream.feed(l.as_bytes());
+    }
+    assert_eq!(state(&task), TaskState::Working);
+    assert_eq!(stream.counts().background_skipped, 0);
+}
