@@ -395,7 +395,19 @@ fn claude_code_background_bash_makes_the_task_monitoring() {
             .unwrap();
         if let Ok(serde_json::Value::Array(tasks)) = serde_json::from_slice(&out.stdout) {
             if let Some(t) = tasks.iter().find(|t| t["state"] == "monitoring") {
-                seen = Some(t.clone());
+                // The shell runs about 5 s more: `list` and the text of
+                // `describe` show it too.
+                let list = stallguard(s.path())
+                    .args(["list", "--socket"])
+                    .arg(&sock)
+                    .output()
+                    .unwrap();
+                let describe = stallguard(s.path())
+                    .args(["describe", "--socket"])
+                    .arg(&sock)
+                    .output()
+                    .unwrap();
+                seen = Some((t.clone(), text(&list.stdout), text(&describe.stdout)));
                 break;
             }
             if !tasks.is_empty() && tasks.iter().all(|t| t["state"] == "finished") {
@@ -410,7 +422,12 @@ fn claude_code_background_bash_makes_the_task_monitoring() {
     }
     let out = wait_bounded(child);
     let err = text(&out.stderr);
-    let t = seen.unwrap_or_else(|| panic!("never monitoring; stderr: {err}"));
+    let (t, list, describe) = seen.unwrap_or_else(|| panic!("never monitoring; stderr: {err}"));
+    assert!(list.contains("monitoring"), "{list}");
+    assert!(
+        describe.contains("(command, launched by toolu_mock_"),
+        "{describe}"
+    );
     let bg = t["background"].as_array().unwrap();
     assert_eq!(bg.len(), 1, "{t}");
     assert_eq!(bg[0]["kind"], "command", "{t}");
