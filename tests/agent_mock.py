@@ -126,6 +126,14 @@ class Handler(BaseHTTPRequestHandler):
             self.anthropic(body)
         elif path.endswith("/responses"):
             self.openai_responses(body)
+        elif path.endswith(":streamGenerateContent"):
+            self.gemini(body)
+        elif path.endswith(":countTokens"):
+            self.json(200, {"totalTokens": 10})
+        elif path.endswith(":generateContent"):
+            self.json(200, {"candidates": [{"content": {"role": "model", "parts": [{"text": "{}"}]},
+                                            "finishReason": "STOP"}]})
+            log("POST", path, "generateContent")
         else:
             self.json(404, {"error": {"message": "not here", "type": "not_found"}})
             log("POST", path, "404")
@@ -270,6 +278,43 @@ class Handler(BaseHTTPRequestHandler):
                            "input_tokens_details": {"cached_tokens": 0},
                            "output_tokens_details": {"reasoning_tokens": 0}})
         self.sse("response.completed", {"type": "response.completed", "response": done})
+
+
+def gemini_has_result(body):
+    for c in body.get("contents", []) or []:
+        for p in c.get("parts", []) or []:
+            if isinstance(p, dict) and "functionResponse" in p:
+                return True
+    return False
+
+
+def gemini_chunk(self, parts, finish=None):
+    cand = {"content": {"role": "model", "parts": parts}, "index": 0}
+    if finish:
+        cand["finishReason"] = finish
+    chunk = {"candidates": [cand],
+             "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}}
+    self.wfile.write(("data: " + json.dumps(chunk) + "\r\n\r\n").encode())
+    self.wfile.flush()
+
+
+def gemini(self, body):
+    """Gemini `streamGenerateContent?alt=sse` (Gemini CLI)."""
+    answer = "hang" if SCRIPT == "hang" else ("text" if gemini_has_result(body) else "tool")
+    log("POST :streamGenerateContent", answer)
+    self.sse_start()
+    if answer == "hang":
+        gemini_chunk(self, [{"text": "Thinking"}])
+        self.hang()
+        return
+    if answer == "tool":
+        gemini_chunk(self, [{"functionCall": {"name": "run_shell_command",
+                                              "args": {"command": SHELL, "description": "Wait"}}}], "STOP")
+    else:
+        gemini_chunk(self, [{"text": "Done."}], "STOP")
+
+
+Handler.gemini = gemini
 
 
 def main():

@@ -5,7 +5,8 @@
 //!
 //! The CLIs are the npm packages `.ci/run` installs into
 //! `target/agent-clis` (or the directory `STALLGUARD_AGENT_CLIS` names):
-//! `@anthropic-ai/claude-code` and `@openai/codex`. A test whose CLI (or
+//! `@anthropic-ai/claude-code`, `@openai/codex` and `@google/gemini-cli`
+//! (the mock also speaks Gemini's `streamGenerateContent`). A test whose CLI (or
 //! `python3`, for the mock) is absent prints `SKIPPED` with the reason and
 //! passes. The CLIs run with a fresh `HOME`, a dummy API key, and their
 //! telemetry, update checks and other traffic off; the mock answers on
@@ -38,6 +39,7 @@ const CONFIG: &str = "[defaults]\nidle = \"2s\"\nexecution = \"30s\"\nstartup = 
 enum Cli {
     Claude,
     Codex,
+    Gemini,
 }
 
 impl Cli {
@@ -45,6 +47,7 @@ impl Cli {
         match self {
             Cli::Claude => "claude",
             Cli::Codex => "codex",
+            Cli::Gemini => "gemini",
         }
     }
 
@@ -52,6 +55,7 @@ impl Cli {
         match self {
             Cli::Claude => "claude-code",
             Cli::Codex => "codex",
+            Cli::Gemini => "gemini",
         }
     }
 
@@ -130,6 +134,14 @@ impl Scratch {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("stallguard.toml"), CONFIG).unwrap();
         std::fs::create_dir_all(dir.path().join("home/.codex")).unwrap();
+        // Gemini CLI: an API key as the auth method, no folder-trust
+        // prompt, no telemetry, usage statistics or update check.
+        std::fs::create_dir_all(dir.path().join("home/.gemini")).unwrap();
+        std::fs::write(
+            dir.path().join("home/.gemini/settings.json"),
+            r#"{"security":{"auth":{"selectedType":"gemini-api-key"},"folderTrust":{"enabled":false}},"telemetry":{"enabled":false},"general":{"disableAutoUpdate":true},"privacy":{"usageStatisticsEnabled":false}}"#,
+        )
+        .unwrap();
         Scratch { dir }
     }
 
@@ -165,6 +177,11 @@ fn agent_command(cli: Cli, bin: &Path, mock: &Mock, home: &Path, prompt: &[&str]
         }
         Cli::Codex => {
             c.env("OPENAI_API_KEY", "dummy");
+        }
+        Cli::Gemini => {
+            c.env("GEMINI_API_KEY", "dummy")
+                .env("GOOGLE_GEMINI_BASE_URL", &base)
+                .env("GEMINI_CLI_NO_RELAUNCH", "1");
         }
     }
     c.arg("run");
@@ -203,6 +220,12 @@ fn agent_command(cli: Cli, bin: &Path, mock: &Mock, home: &Path, prompt: &[&str]
             .map(str::to_owned)
             .collect()
         }
+        Cli::Gemini => [bin.to_str().unwrap(), "-p"]
+            .into_iter()
+            .chain(prompt.iter().copied())
+            .chain(["--output-format", "stream-json", "--yolo"])
+            .map(str::to_owned)
+            .collect(),
     };
     Agent {
         stallguard: c,
@@ -356,6 +379,21 @@ fn codex_silent_tool_stalls_with_stream_none() {
 #[test]
 fn codex_hung_model_is_stopped_on_idle() {
     hung_model_is_stopped_on_idle(Cli::Codex);
+}
+
+#[test]
+fn gemini_silent_tool_completes_under_stream() {
+    silent_tool_completes(Cli::Gemini);
+}
+
+#[test]
+fn gemini_silent_tool_stalls_with_stream_none() {
+    silent_tool_stalls_without_stream(Cli::Gemini);
+}
+
+#[test]
+fn gemini_hung_model_is_stopped_on_idle() {
+    hung_model_is_stopped_on_idle(Cli::Gemini);
 }
 
 /// Done-when 4 (R5.6, R4.3): a Bash call with `run_in_background: true`

@@ -263,3 +263,34 @@ fn claude_code_task_stop_retires_the_background_task() {
     assert_eq!(state(&task), TaskState::Working);
     assert_eq!(stream.counts().background_skipped, 0);
 }
+
+// R5.10: Gemini CLI 0.61.0's real stream: `run_shell_command` named by its
+// command holds the execution budget from `tool_use` to `tool_result`.
+#[test]
+fn gemini_shell_call_is_named_and_held() {
+    let (guard, rec, task) = setup();
+    let lines = fixture("gemini/real_shell_sleep.jsonl");
+    let mut stream = AgentStream::new(Format::Gemini, task.recorder());
+    let started = line_with(&lines, "\"type\":\"tool_use\"");
+    for l in &lines[..=started] {
+        stream.feed(l.as_bytes());
+    }
+    assert_eq!(task.last_call().unwrap().name, "run_shell_command(sleep 4)");
+    assert_eq!(task.status().unwrap().phase, Phase::Executing { tools: 1 });
+    guard.advance(Duration::from_millis(4250));
+    for l in &lines[started + 1..] {
+        stream.feed(l.as_bytes());
+    }
+    assert_eq!(rec.types_for("agent"), ["started"]);
+    let c = stream.counts();
+    assert_eq!(
+        (
+            c.events,
+            c.plain,
+            c.tools_started,
+            c.tools_finished,
+            c.turns
+        ),
+        (6, 0, 1, 1, 1)
+    );
+}
