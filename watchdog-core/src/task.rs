@@ -338,8 +338,19 @@ impl Task<'_> {
     }
 
     /// The silence budget that applies now, and its name (R2.1–R2.3).
+    /// Background tasks it launched still run (R5.6): the task is
+    /// `monitoring`, and its silence is their work's (R4.3).
+    fn has_background(&self) -> bool {
+        self.cold
+            .as_deref()
+            .is_some_and(|c| !c.background.is_empty() || c.unnamed_background)
+    }
+
+    /// The budget for the silence now: execution while a tool call is in
+    /// flight (R2.2) or a background task it launched runs (R4.3, R5.6: a
+    /// headless agent waits for its background shell in silence).
     fn silence_budget(&self) -> Option<(Budget, Duration)> {
-        if !self.in_flight().is_empty() {
+        if !self.in_flight().is_empty() || self.has_background() {
             self.profile
                 .execution_budget()
                 .map(|d| (Budget::Execution, d))
@@ -865,14 +876,7 @@ impl Task<'_> {
         let (total_bytes, total_lines) = self.cell.totals(self.counters());
         let active = self.paused_at().unwrap_or(now);
         let state = match self.life {
-            Life::Working
-                if self
-                    .cold
-                    .as_deref()
-                    .is_some_and(|c| !c.background.is_empty() || c.unnamed_background) =>
-            {
-                TaskState::Monitoring
-            }
+            Life::Working if self.has_background() => TaskState::Monitoring,
             Life::Working => TaskState::Working,
             Life::Stalled => TaskState::Stalled,
             Life::Cancelling => TaskState::Cancelling,
