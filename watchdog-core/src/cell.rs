@@ -12,8 +12,10 @@
 //! scheduler keeps the task's timer words and three of its instants in the
 //! rest, under its lock, rather than in the task's slow state (R9.3).
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
+
+use crate::loom::sync::atomic::{AtomicU32, AtomicU64};
 
 use crate::clock::Nanos;
 use crate::signal::{KindSet, SignalKind};
@@ -36,7 +38,7 @@ const WANT_BITS: usize = 4;
 pub(crate) struct Word(AtomicU64);
 
 impl Word {
-    const fn new(t: Nanos) -> Self {
+    fn new(t: Nanos) -> Self {
         Word(AtomicU64::new(t.as_nanos()))
     }
 
@@ -89,6 +91,7 @@ pub(crate) struct TaskCell {
     pub(crate) silent_since: Word,
 }
 
+#[cfg(not(loom))]
 const _: () = assert!(std::mem::size_of::<TaskCell>() == 128);
 
 /// Byte and line totals written by exactly one thread at a time, so a

@@ -9,7 +9,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use crate::loom::sync::{Condvar, Mutex};
+use crate::loom::thread;
 
 use crate::event::{Action, Event, EventKind};
 use crate::sink::{Delivery, Sink};
@@ -178,7 +179,7 @@ fn spawn_worker(sink: Arc<dyn Sink>) -> Arc<SinkQueue> {
         cv: Condvar::new(),
     });
     let worker_q = Arc::clone(&q);
-    let spawned = std::thread::Builder::new()
+    let spawned = thread::Builder::new()
         .name(format!("stallguard-sink-{}", short(&q.name)))
         .spawn(move || loop {
             let item = {

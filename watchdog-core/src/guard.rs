@@ -16,13 +16,13 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use hashbrown::HashTable;
-use parking_lot::Mutex;
 
 use crate::cell::CounterSlot;
 use crate::clock::{Clock, LaggingClock, ManualClock, MonotonicClock, Nanos};
 use crate::dispatch::Dispatcher;
 use crate::error::GuardError;
 use crate::event::{EventKind, LeftoverAction, Outcome, ProcessName, TaskId};
+use crate::loom::sync::Mutex;
 use crate::profile::Profile;
 use crate::signal::SignalKind;
 use crate::sink::Sink;
@@ -891,7 +891,7 @@ impl OutputCounter {
     /// Records output: `bytes` written, of which `lines` newlines (R5.1).
     #[inline]
     pub fn record(&self, bytes: u64, lines: u64) {
-        let add = |c: &std::sync::atomic::AtomicU64, n: u64| {
+        let add = |c: &crate::loom::sync::atomic::AtomicU64, n: u64| {
             c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
         };
         add(&self.slot.bytes, bytes);

@@ -46,6 +46,9 @@ mod dispatch;
 mod error;
 mod event;
 mod guard;
+mod loom;
+#[cfg(all(test, loom))]
+mod loom_models;
 mod profile;
 mod signal;
 mod sink;
