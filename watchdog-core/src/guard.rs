@@ -22,6 +22,7 @@ use crate::clock::{Clock, LaggingClock, ManualClock, MonotonicClock, Nanos};
 use crate::dispatch::Dispatcher;
 use crate::error::GuardError;
 use crate::event::{EventKind, LeftoverAction, Outcome, ProcessName, TaskId};
+use crate::loom::heavy_barrier;
 use crate::loom::sync::Mutex;
 use crate::profile::Profile;
 use crate::signal::SignalKind;
@@ -93,6 +94,7 @@ impl GuardBuilder {
 
     /// Builds the guard and, on a real clock, starts its driver thread.
     pub fn build(self) -> Guard {
+        crate::loom::register_barriers();
         let inner = Arc::new(Inner {
             clock: self.clock,
             fast_clock: self.fast_clock,
@@ -494,6 +496,7 @@ impl Inner {
     /// instant, earliest first (ties by slot, so runs are reproducible).
     fn run_due(&self, s: &mut Scheduler, now: Nanos) {
         let mut out = Out::new(&*self.clock);
+        let mut raised = Vec::new();
         while let Some((due, slot)) = s.timers.peek(&s.slab) {
             if due > now {
                 break;
@@ -504,10 +507,32 @@ impl Inner {
                 continue;
             };
             t.evaluate(due, &mut out);
+            if std::mem::take(&mut out.raised) {
+                raised.push((slot, due));
+            }
             // Re-arming moves the entry past `due`, or drops it.
             self.rearm_after(s, slot, Nanos::from_nanos(due.as_nanos() + 1));
         }
+        self.absorb_raced(s, raised, &mut out);
         self.dispatch.push(out.items);
+    }
+
+    /// The driver's half of the record/stall handshake (see
+    /// `TaskCell::record`, R10.5): after a pass raised flags, one heavy
+    /// barrier for the whole pass, then every task that raised one looks at
+    /// its stamps again, so a renewal that raced the flag is a recovery at
+    /// the verdict's instant (R3.3), not one budget later.
+    fn absorb_raced(&self, s: &mut Scheduler, raised: Vec<(u32, Nanos)>, out: &mut Out<'_>) {
+        if raised.is_empty() {
+            return;
+        }
+        heavy_barrier();
+        for (slot, e) in raised {
+            if let Some(mut t) = s.task(slot) {
+                t.sync(e, out);
+            }
+            self.rearm_after(s, slot, Nanos::from_nanos(e.as_nanos() + 1));
+        }
     }
 
     /// Runs a slow-path operation on one task at the clock's current reading,
@@ -533,6 +558,11 @@ impl Inner {
                     Some(due) if due <= now => t.evaluate(now, &mut out),
                     _ => break,
                 }
+            }
+            if std::mem::take(&mut out.raised) {
+                // The driver's half of the handshake, as in `absorb_raced`.
+                heavy_barrier();
+                t.sync(now, &mut out);
             }
             self.rearm(&mut s, slot);
             self.dispatch.push(out.items);

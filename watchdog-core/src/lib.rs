@@ -50,6 +50,8 @@ mod loom;
 #[cfg(all(test, loom))]
 mod loom_models;
 mod profile;
+#[cfg(test)]
+mod race;
 mod signal;
 mod sink;
 mod slab;

@@ -8,6 +8,9 @@
 //! atomics, `parking_lot`'s locks and `std::thread`, at no cost; under loom
 //! the locks are thin wrappers giving loom's the `parking_lot` calls the
 //! crate uses (a wait with a deadline waits without one: loom has no time).
+//!
+//! The record/stall handshake's two barriers live here too: see
+//! [`light_barrier`] and [`heavy_barrier`].
 
 #[cfg(not(loom))]
 pub(crate) mod sync {
@@ -113,5 +116,103 @@ pub(crate) mod sync {
         pub(crate) fn notify_all(&self) {
             self.0.notify_all();
         }
+    }
+}
+
+/// The recorder's side of the record/stall handshake, between its store of
+/// a stamp and its load of the flags (see [`crate::cell`]).
+///
+/// With [`heavy_barrier`] on the stall side it orders the store before the
+/// load as a pair of `SeqCst` fences would, but costs the record path only
+/// a compiler barrier: the stall side, which is rare, pays (R9.1). Where
+/// the kernel offers no such pair it is a real `SeqCst` fence. Under loom
+/// it is a `SeqCst` fence, which is what the pair is equivalent to.
+#[inline(always)]
+pub(crate) fn light_barrier() {
+    #[cfg(loom)]
+    loom::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+    #[cfg(not(loom))]
+    membarrier::light();
+}
+
+/// The stall side of the record/stall handshake, between its raising of a
+/// flag and its reading of the stamps (see [`crate::cell`]).
+///
+/// On Linux it is `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`: when it
+/// returns, every thread of the process has run a full memory barrier
+/// since it was called (an interrupt on the CPUs running one, the context
+/// switch of those that were not), which turns each [`light_barrier`] it
+/// overlapped into a `SeqCst` fence (membarrier(2); folly's asymmetric
+/// barriers use the same pair). A few microseconds, once per driver pass
+/// that raised a flag. Elsewhere it is a `SeqCst` fence, and so is the
+/// light side.
+pub(crate) fn heavy_barrier() {
+    #[cfg(loom)]
+    loom::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+    #[cfg(not(loom))]
+    membarrier::heavy();
+}
+
+/// Registers the process for the asymmetric barrier pair; called once per
+/// guard built, before any of its recorders exists.
+pub(crate) fn register_barriers() {
+    #[cfg(not(loom))]
+    membarrier::register();
+}
+
+#[cfg(not(loom))]
+mod membarrier {
+    use std::sync::atomic::{compiler_fence, fence, AtomicBool, Ordering};
+    use std::sync::Once;
+
+    /// True once the process is registered for private expedited
+    /// membarrier: from then on the light side is a compiler barrier.
+    /// It only ever goes from false to true, before the first guard's
+    /// recorders exist, and they reach their guard through its lock, so
+    /// every recorder reads the value its guard was built with.
+    static ASYMMETRIC: AtomicBool = AtomicBool::new(false);
+    static REGISTER: Once = Once::new();
+
+    #[cfg(target_os = "linux")]
+    const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_long = 1 << 3;
+    #[cfg(target_os = "linux")]
+    const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_long = 1 << 4;
+
+    #[cfg(target_os = "linux")]
+    fn membarrier(cmd: libc::c_long) -> bool {
+        // SAFETY: membarrier takes two integers and touches no memory of
+        // ours; an unknown command or an old kernel is an error return.
+        unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0 as libc::c_long) == 0 }
+    }
+
+    pub(super) fn register() {
+        REGISTER.call_once(|| {
+            #[cfg(target_os = "linux")]
+            if membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) {
+                ASYMMETRIC.store(true, Ordering::SeqCst);
+            }
+        });
+    }
+
+    #[inline(always)]
+    pub(super) fn light() {
+        if ASYMMETRIC.load(Ordering::Relaxed) {
+            compiler_fence(Ordering::SeqCst);
+        } else {
+            fence(Ordering::SeqCst);
+        }
+    }
+
+    pub(super) fn heavy() {
+        #[cfg(target_os = "linux")]
+        if ASYMMETRIC.load(Ordering::Relaxed) {
+            // Registered, so it cannot fail (membarrier(2)); if it ever
+            // did, the fence below still covers this side.
+            if membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) {
+                return;
+            }
+            tracing::error!("membarrier failed after registration");
+        }
+        fence(Ordering::SeqCst);
     }
 }
