@@ -7,7 +7,6 @@
 //! and it wakes for expiring tasks, not for signals (R9.3). On a virtual
 //! clock there is no thread; the test drives time with [`Guard::advance`].
 
-use std::any::Any;
 use std::fmt;
 use std::hash::{BuildHasher, RandomState};
 use std::ops::Deref;
@@ -17,8 +16,9 @@ use std::time::Duration;
 
 use hashbrown::HashTable;
 
+use crate::builder::{spawn_checked, GuardBuilder, SpawnGate};
 use crate::cell::CounterSlot;
-use crate::clock::{Clock, LaggingClock, ManualClock, MonotonicClock, Nanos};
+use crate::clock::{Clock, ManualClock, MonotonicClock, Nanos};
 use crate::dispatch::Dispatcher;
 use crate::error::GuardError;
 use crate::event::{EventKind, LeftoverAction, Outcome, ProcessName, TaskId};
@@ -26,104 +26,10 @@ use crate::loom::heavy_barrier;
 use crate::loom::sync::Mutex;
 use crate::profile::Profile;
 use crate::signal::SignalKind;
-use crate::sink::Sink;
 use crate::slab::{CellRef, Slab};
 use crate::status::{BackgroundTask, CallOutcome, LastCall, Stamp, TaskStatus};
 use crate::task::{ChildProbe, Life, Out, Task, TaskCtl};
 use crate::timers::TimerHeap;
-
-/// Builds a [`Guard`].
-///
-/// # Examples
-///
-/// ```
-/// use watchdog_core::{Guard, ManualClock, RecordingSink};
-///
-/// let guard = Guard::builder()
-///     .clock(ManualClock::new())
-///     .sink(RecordingSink::new())
-///     .build();
-/// assert!(!guard.is_busy());
-/// ```
-#[must_use]
-pub struct GuardBuilder {
-    clock: Arc<dyn Clock>,
-    manual: Option<ManualClock>,
-    fast_clock: Option<MonotonicClock>,
-    sinks: Vec<Arc<dyn Sink>>,
-}
-
-impl fmt::Debug for GuardBuilder {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GuardBuilder")
-            .field("clock", &self.clock)
-            .field("sinks", &self.sinks.len())
-            .finish()
-    }
-}
-
-impl GuardBuilder {
-    /// Uses `clock` instead of the real monotonic clock.
-    ///
-    /// A [`ManualClock`] or a [`LaggingClock`] makes the guard virtual: no
-    /// driver thread, time moves with [`Guard::advance`].
-    pub fn clock<C: Clock + Any>(mut self, clock: C) -> Self {
-        let any = &clock as &dyn Any;
-        self.manual = any.downcast_ref::<ManualClock>().cloned().or_else(|| {
-            any.downcast_ref::<LaggingClock>()
-                .map(|c| c.manual().clone())
-        });
-        self.fast_clock = (&clock as &dyn Any)
-            .downcast_ref::<MonotonicClock>()
-            .cloned();
-        self.clock = Arc::new(clock);
-        self
-    }
-
-    /// Adds a sink. Sinks are called in the order added.
-    pub fn sink(mut self, sink: impl Sink) -> Self {
-        self.sinks.push(Arc::new(sink));
-        self
-    }
-
-    /// Adds a shared sink.
-    pub fn shared_sink(mut self, sink: Arc<dyn Sink>) -> Self {
-        self.sinks.push(sink);
-        self
-    }
-
-    /// Builds the guard and, on a real clock, starts its driver thread.
-    pub fn build(self) -> Guard {
-        crate::loom::register_barriers();
-        let inner = Arc::new(Inner {
-            clock: self.clock,
-            fast_clock: self.fast_clock,
-            manual: self.manual,
-            sched: Mutex::new(Scheduler::default()),
-            dispatch: Dispatcher::new(self.sinks),
-            next_id: AtomicU64::new(1),
-            driver: OnceLock::new(),
-            shutdown: AtomicBool::new(false),
-        });
-        if !inner.clock.is_virtual() {
-            let driver_inner = Arc::clone(&inner);
-            let spawned = std::thread::Builder::new()
-                .name("stallguard-driver".into())
-                .spawn(move || driver_inner.drive());
-            match spawned {
-                Ok(handle) => {
-                    let _ = inner.driver.set(handle.thread().clone());
-                }
-                Err(e) => {
-                    tracing::error!(error = %e, "could not start the stallguard driver thread")
-                }
-            }
-        }
-        Guard {
-            owner: Arc::new(Owner { inner }),
-        }
-    }
-}
 
 /// The watchdog engine: starts tasks, judges their silence, and dispatches
 /// events and actions to sinks.
@@ -174,6 +80,11 @@ impl fmt::Debug for Guard {
     }
 }
 
+/// A guard on the real clock with no sinks.
+///
+/// # Panics
+///
+/// As [`GuardBuilder::build`], if its driver thread cannot start.
 impl Default for Guard {
     fn default() -> Self {
         Guard::builder().build()
@@ -183,13 +94,7 @@ impl Default for Guard {
 impl Guard {
     /// Starts building a guard on the real clock with no sinks.
     pub fn builder() -> GuardBuilder {
-        let clock = MonotonicClock::new();
-        GuardBuilder {
-            clock: Arc::new(clock.clone()),
-            fast_clock: Some(clock),
-            manual: None,
-            sinks: Vec::new(),
-        }
+        GuardBuilder::new()
     }
 
     /// Starts watching a task named `name` with `profile`.
@@ -455,6 +360,42 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// Builds the engine and, on a real clock, starts its driver thread;
+    /// an error, not a guard that judges nothing, when the thread cannot
+    /// start (R10.5).
+    pub(crate) fn start(
+        clock: Arc<dyn Clock>,
+        fast_clock: Option<MonotonicClock>,
+        manual: Option<ManualClock>,
+        dispatch: Dispatcher,
+        gate: Option<SpawnGate>,
+    ) -> Result<Guard, GuardError> {
+        crate::loom::register_barriers();
+        let inner = Arc::new(Inner {
+            clock,
+            fast_clock,
+            manual,
+            sched: Mutex::new(Scheduler::default()),
+            dispatch,
+            next_id: AtomicU64::new(1),
+            driver: OnceLock::new(),
+            shutdown: AtomicBool::new(false),
+        });
+        if !inner.clock.is_virtual() {
+            const NAME: &str = "stallguard-driver";
+            let driver_inner = Arc::clone(&inner);
+            let handle = spawn_checked(gate, NAME, || {
+                std::thread::Builder::new()
+                    .name(NAME.into())
+                    .spawn(move || driver_inner.drive())
+            })?;
+            let _ = inner.driver.set(handle.thread().clone());
+        }
+        Ok(Guard {
+            owner: Arc::new(Owner { inner }),
+        })
+    }
+
     fn unpark_driver(&self) {
         if let Some(t) = self.driver.get() {
             t.unpark();

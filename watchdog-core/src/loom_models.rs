@@ -176,7 +176,7 @@ fn the_drain_hand_off_loses_no_event() {
             Arc::new(inline.clone()),
             Arc::new(Isolated(isolated.clone())),
         ];
-        let d = Arc::new(Dispatcher::new(sinks));
+        let d = Arc::new(Dispatcher::new(sinks, None).unwrap());
         let emit = |name: &'static str| {
             let d = Arc::clone(&d);
             let item = started(name, &clock);
