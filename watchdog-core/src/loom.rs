@@ -32,29 +32,48 @@ pub(crate) mod sync {
     //! loom's locks behind the `parking_lot` calls the crate makes.
 
     use std::ops::{Deref, DerefMut};
+    use std::sync::atomic::Ordering::Relaxed;
     use std::time::Instant;
+
+    use loom::sync::atomic::AtomicUsize;
 
     pub(crate) mod atomic {
         pub(crate) use loom::sync::atomic::{fence, AtomicU32, AtomicU64};
     }
 
-    #[derive(Debug, Default)]
-    pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
+    /// loom's mutex, plus a point where loom may switch threads right
+    /// after an unlock: loom's own unlock is none, which would hide every
+    /// window that opens between two unlocks (the drain hand-off has one).
+    #[derive(Debug)]
+    pub(crate) struct Mutex<T>(loom::sync::Mutex<T>, AtomicUsize);
 
     #[derive(Debug)]
-    pub(crate) struct MutexGuard<'a, T>(Option<loom::sync::MutexGuard<'a, T>>);
+    pub(crate) struct MutexGuard<'a, T>(Option<loom::sync::MutexGuard<'a, T>>, &'a AtomicUsize);
+
+    impl<T> Drop for MutexGuard<'_, T> {
+        fn drop(&mut self) {
+            drop(self.0.take());
+            self.1.fetch_add(1, Relaxed);
+        }
+    }
+
+    impl<T: Default> Default for Mutex<T> {
+        fn default() -> Self {
+            Mutex::new(T::default())
+        }
+    }
 
     impl<T> Mutex<T> {
         pub(crate) fn new(t: T) -> Self {
-            Mutex(loom::sync::Mutex::new(t))
+            Mutex(loom::sync::Mutex::new(t), AtomicUsize::new(0))
         }
 
         pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
-            MutexGuard(Some(self.0.lock().unwrap()))
+            MutexGuard(Some(self.0.lock().unwrap()), &self.1)
         }
 
         pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
-            self.0.try_lock().ok().map(|g| MutexGuard(Some(g)))
+            self.0.try_lock().ok().map(|g| MutexGuard(Some(g), &self.1))
         }
 
         /// loom has no time: waits for the lock.
