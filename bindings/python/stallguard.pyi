@@ -25,6 +25,10 @@ class Guard:
     tests); `"real"` (the default) runs its own driver thread. `on_event` is
     called with each event dict, in order, `finished` last, on the guard's
     sink thread with the GIL held.
+
+    Raises RuntimeError, naming the thread and the system's reason, when a
+    thread the guard needs (its driver, its sink thread) cannot start: no
+    guard is better than one that judges nothing (R10.5).
     """
 
     def __init__(
@@ -53,8 +57,12 @@ class Guard:
         Keep the returned Task: dropping it finishes the task as abandoned."""
     def advance(self, ms: Duration) -> None:
         """Moves the manual clock forward and takes every verdict that came due."""
-    def flush(self) -> None:
-        """Returns once every event emitted so far reached on_event."""
+    def flush(self, timeout: Duration = "5s") -> None:
+        """Returns once every event emitted so far reached on_event.
+
+        Bounded: raises TimeoutError when on_event has not caught up within
+        `timeout` (default 5 s; "off" is refused), e.g. a callback that hangs.
+        """
     def status(self, name: str) -> Optional[dict[str, Any]]:
         """The R4.2 status of the live task `name`, or None."""
     def statuses(self) -> list[dict[str, Any]]:
