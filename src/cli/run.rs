@@ -158,7 +158,15 @@ impl Run {
                 Arc::clone(&console),
             ));
         }
-        let guard = builder.build();
+        // R10.5: no watchdog thread, no run: the command is not started
+        // unwatched.
+        let guard = match builder.try_build() {
+            Ok(guard) => guard,
+            Err(e) => {
+                eprintln!("stallguard: cannot start the watchdog: {e}");
+                return EXIT_ERROR;
+            }
+        };
 
         // Signals are caught before the command starts, so a SIGTERM that
         // arrives early is forwarded, not fatal to us alone.

@@ -63,6 +63,15 @@ pub enum GuardError {
     /// `extend` on a task without a deadline (R2.9).
     #[error("task `{0}` has no deadline to extend")]
     NoDeadline(String),
+    /// A thread the guard needs (its driver, an isolated sink's) could not
+    /// start: the guard is not built (R10.5).
+    #[error("could not start thread `{thread}`: {reason}")]
+    Thread {
+        /// The thread's name, `stallguard-driver` or `stallguard-sink-…`.
+        thread: String,
+        /// The system's reason.
+        reason: String,
+    },
     /// An extension past `max-deadline` (R2.9): refused, not capped.
     #[error("task `{task}`: extension refused, the deadline would be {} after start, past max-deadline {}", humantime::format_duration(*.requested), humantime::format_duration(*.max))]
     ExtensionRefused {

@@ -77,6 +77,11 @@ struct CallRecord {
 pub(crate) struct Out<'a> {
     pub(crate) clock: &'a dyn Clock,
     pub(crate) items: Vec<Item>,
+    /// A flag that sends recorders down the slow path (`STALLED`,
+    /// `LIVENESS_LOST`) was raised: the caller owes the task the driver's
+    /// half of the handshake, a heavy barrier then another look at its
+    /// stamps (see [`TaskCell::record`]).
+    pub(crate) raised: bool,
 }
 
 impl<'a> Out<'a> {
@@ -84,6 +89,7 @@ impl<'a> Out<'a> {
         Out {
             clock,
             items: Vec::new(),
+            raised: false,
         }
     }
 }
@@ -423,6 +429,7 @@ impl Task<'_> {
             if self.liveness_armed && !self.liveness_lost && e.saturating_since(from) >= limit {
                 self.liveness_lost = true;
                 self.cell.set_flag(LIVENESS_LOST, true);
+                out.raised = true;
                 let reason = format!(
                     "no heartbeat for {} (liveness {})",
                     fmt_dur(e.saturating_since(from)),
@@ -469,6 +476,7 @@ impl Task<'_> {
         self.stall_count += 1;
         self.cell.anchor.set(e);
         self.cell.set_flag(STALLED, true);
+        out.raised = true;
         let silent = e.saturating_since(self.cell.silent_since.get());
         let children = self.probe().and_then(|p| p.children()).map(|c| {
             c.into_iter()
@@ -498,9 +506,12 @@ impl Task<'_> {
             self.cancel(e, reason, out);
             return true;
         }
-        // A renewal that raced the STALLED flag is a recovery now, not one
-        // budget later.
+        // A renewal already visible is a recovery now; one whose store
+        // raced the flag is caught after the pass's heavy barrier
+        // (`Out::raised`), still not one budget later.
         self.sync(e, out);
+        #[cfg(test)]
+        crate::race::after_stall(self.cell);
         false
     }
 

@@ -1,5 +1,7 @@
 //! Sink contract: blanket impls (R6.1), isolation (R6.2), and delivery when
 //! the host's async runtime is blocked (R6.3).
+// Uses tokio, which the loom build leaves out (Cargo.toml).
+#![cfg(not(loom))]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};

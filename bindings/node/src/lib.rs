@@ -302,11 +302,16 @@ impl NativeGuard {
             order: Mutex::new(()),
         };
         let builder = watchdog_core::Guard::builder().sink(sink);
-        let guard = if manual {
-            builder.clock(ManualClock::new()).build()
+        let builder = if manual {
+            builder.clock(ManualClock::new())
         } else {
-            builder.build()
+            builder
         };
+        // R10.5: a guard whose driver thread cannot start is an error, not
+        // a guard that judges nothing.
+        let guard = builder
+            .try_build()
+            .map_err(|e| Error::new(Status::GenericFailure, format!("stallguard: {e}")))?;
         Ok(NativeGuard {
             guard,
             outlet,
@@ -357,12 +362,29 @@ impl NativeGuard {
         to_js(&self.guard.statuses())
     }
 
-    /// Waits for the engine's dispatch, then returns how many messages have
-    /// been posted to JS so far.
+    /// Waits up to `timeout` (default 5 s) for the engine's dispatch, then
+    /// returns how many messages have been posted to JS so far and the
+    /// timeout in milliseconds, for `flush`'s own wait on JS; throws
+    /// when the engine's sinks did not catch up in time (R10.5).
     #[napi]
-    pub fn posted(&self) -> f64 {
-        self.guard.flush(Duration::from_secs(5));
-        self.outlet.posted.load(Ordering::Acquire) as f64
+    pub fn posted(&self, env: Env, timeout: Option<Value>) -> Result<Vec<f64>> {
+        let timeout = match timeout {
+            None | Some(Value::Null) => Duration::from_secs(5),
+            Some(v) => duration("timeout", &v).map_err(|m| type_error(&env, m))?,
+        };
+        if !self.guard.flush(timeout) {
+            return Err(Error::new(
+                Status::GenericFailure,
+                format!(
+                    "flush: the engine's sinks did not catch up within {}",
+                    humantime::format_duration(timeout)
+                ),
+            ));
+        }
+        Ok(vec![
+            self.outlet.posted.load(Ordering::Acquire) as f64,
+            timeout.as_secs_f64() * 1000.0,
+        ])
     }
 }
 
