@@ -90,7 +90,7 @@ impl Aftermath<'_> {
 
 /// Waits up to `bound` for `n` pumps to finish; returns how many did.
 fn drain(done: &mpsc::Receiver<()>, n: usize, bound: Duration) -> usize {
-    let until = Instant::now() + bound;
+    let until = stallguard::instant_after(bound);
     let mut finished = 0;
     while finished < n {
         let left = until.saturating_duration_since(Instant::now());

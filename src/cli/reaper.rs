@@ -203,7 +203,7 @@ pub(crate) fn stop_group(pgid: u32, grace: Duration, confirm: Duration) {
 /// Waits up to `bound` for stallguard to have no live descendant, reaping
 /// zombies meanwhile; returns what is still alive.
 pub(crate) fn wait_gone(bound: Duration) -> Vec<Proc> {
-    let until = Instant::now() + bound;
+    let until = stallguard::instant_after(bound);
     loop {
         reap_orphans(None);
         let left: Vec<Proc> = our_tree(None).into_iter().filter(|p| !p.zombie).collect();

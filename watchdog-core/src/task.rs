@@ -479,11 +479,21 @@ impl Task<'_> {
             },
         );
         if terminate_after != 0 && strike >= terminate_after {
-            let reason = format!(
-                "{budget} budget of {} exceeded: silent for {} (strike {strike} of {terminate_after})",
-                fmt_dur(limit),
-                fmt_dur(silent)
-            );
+            // Before the first signal with no startup budget set, the limit
+            // is the idle budget the user chose: name that one.
+            let reason = if budget == Budget::Startup && self.profile.startup.is_none() {
+                format!(
+                    "idle budget of {} exceeded before any output: silent for {} (strike {strike} of {terminate_after})",
+                    fmt_dur(limit),
+                    fmt_dur(silent)
+                )
+            } else {
+                format!(
+                    "{budget} budget of {} exceeded: silent for {} (strike {strike} of {terminate_after})",
+                    fmt_dur(limit),
+                    fmt_dur(silent)
+                )
+            };
             self.cancel(e, reason, out);
             return true;
         }
@@ -708,6 +718,13 @@ impl Task<'_> {
     ) -> Result<Duration, GuardError> {
         if self.is_settling() {
             return Err(self.settling_error());
+        }
+        // R8.12: past 100 years is refused, never saturated or overflowed.
+        if crate::check_duration(by).is_err() {
+            return Err(GuardError::ExtensionTooLong {
+                task: self.name.to_string(),
+                requested: by,
+            });
         }
         let Some(current) = self.deadline_at() else {
             return Err(GuardError::NoDeadline(self.name.to_string()));
