@@ -84,11 +84,19 @@ pub(crate) fn verdict_line(profile: &Profile, kind: &EventKind) -> Option<String
                 Budget::Execution => profile.execution_budget(),
                 Budget::Startup => profile.startup_budget(),
             };
-            let mut l = format!("stallguard: {budget} budget");
+            // With no startup budget configured, the limit before the first
+            // output is the idle budget: name the one the user set.
+            let unset_startup = *budget == Budget::Startup && profile.startup.is_none();
+            let name = if unset_startup { Budget::Idle } else { *budget };
+            let mut l = format!("stallguard: {name} budget");
             if let Some(limit) = limit {
                 l.push_str(&format!(" {}", humantime::format_duration(limit)));
             }
-            l.push_str(&format!(" exceeded: no output for {}", secs(*silent)));
+            l.push_str(" exceeded");
+            if unset_startup {
+                l.push_str(" before any output");
+            }
+            l.push_str(&format!(": no output for {}", secs(*silent)));
             match terminate_after {
                 0 => l.push_str(&format!(" (strike {strike}, notify only)")),
                 t => l.push_str(&format!(" (strike {strike} of {t})")),

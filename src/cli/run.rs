@@ -81,39 +81,27 @@ impl Run {
         let options = config
             .run_options(args.profile.as_deref())
             .map_err(|e| e.to_string())?;
-        // Flags override the config (R8.1).
-        if let Some(b) = args.idle {
-            profile.idle = b.0;
-        }
-        if let Some(b) = args.deadline {
-            profile.deadline = b.0;
-        }
-        if let Some(b) = args.heartbeat {
-            profile.heartbeat_interval = b.0.filter(|d| !d.is_zero());
-        }
-        if let Some(n) = args.terminate_after {
-            profile.terminate_after = n;
-        }
-        if let Some(d) = args.grace {
-            profile.grace_period = d;
-        }
+        // Flags override the config (R8.1); R5.10: an agent stream's tools
+        // get 30m unless an execution budget is set anywhere.
+        super::inputs::apply_flags(&args, &mut profile);
+        super::inputs::stream_default(
+            &mut profile,
+            stream.is_some(),
+            args.execution.is_some(),
+            &config,
+            args.profile.as_deref(),
+        );
         profile.validate().map_err(|e| {
-            let flag = match e.key {
-                "idle" => "--idle",
-                "deadline" => "--deadline",
-                "heartbeat-interval" => "--heartbeat",
-                "terminate-after" => "--terminate-after",
-                "grace-period" => "--grace",
-                other => other,
-            };
+            let flag = super::inputs::flag_of(e.key);
             format!("{flag} is {}, expected {}", e.found, e.expected)
         })?;
+        if let Some(path) = &args.socket {
+            super::inputs::check_socket(path)?;
+        }
         let events: Option<Box<dyn Sink>> = match args.events.as_deref() {
             None => None,
             Some("-") => Some(Box::new(JsonLinesSink::stderr())),
-            Some(path) => Some(Box::new(
-                JsonLinesSink::create(path).map_err(|e| format!("--events: {e}"))?,
-            )),
+            Some(path) => Some(super::inputs::open_events(path)?),
         };
         // R8.4: a live line only on a terminal, and not when JSON lines share
         // stderr with it.
