@@ -33,7 +33,7 @@ use super::reaper::{self, EscapedSignals, OrphanReaper, WithEscaped};
 use super::report::{status_line, Pauses, StopFlag, VerdictLines};
 use super::stream::Tap;
 use super::terminal::Terminal;
-use super::{check, EXIT_ERROR, EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_STOPPED};
+use super::{check, EXIT_ERROR, EXIT_STOPPED};
 
 /// How long isolated sinks (the events file) get to catch up before exit.
 const FLUSH_BOUND: Duration = Duration::from_secs(5);
@@ -172,7 +172,9 @@ impl Run {
         if let Err(e) = reaper::become_subreaper() {
             tracing::warn!(error = %e, "not a child subreaper: escaped processes go to init");
         }
-        let notify = NotifyPlace::create();
+        let notify = NotifyPlace::create()
+            .map_err(|e| console.line(&format!("stallguard: no NOTIFY_SOCKET: {e}")))
+            .ok();
         let program = &self.command[0];
         let mut command = Command::new(program);
         command
@@ -193,18 +195,20 @@ impl Run {
         });
         if let Some(pending) = &pending_notify {
             command.env("NOTIFY_SOCKET", pending.path());
+        } else if std::env::var_os("NOTIFY_SOCKET").is_some() {
+            // Never our parent's socket: the command's datagrams would
+            // reach a manager that is not watching it, unseen by us.
+            command.env_remove("NOTIFY_SOCKET");
+            console.line(
+                "stallguard: the command runs without NOTIFY_SOCKET (the inherited one is removed)",
+            );
         }
-        let mut child = match command.spawn() {
+        // R8.12: as execvp, a file without `#!` runs through /bin/sh.
+        let mut child = match super::exec::spawn(&mut command, program, terminal.as_ref()) {
             Ok(c) => c,
-            Err(e) => {
-                let name = program.to_string_lossy();
-                return if e.kind() == io::ErrorKind::NotFound {
-                    eprintln!("stallguard: {name}: command not found");
-                    EXIT_NOT_FOUND
-                } else {
-                    eprintln!("stallguard: {name}: cannot execute: {e}");
-                    EXIT_NOT_EXECUTABLE
-                };
+            Err((line, code)) => {
+                eprintln!("{line}");
+                return code;
             }
         };
         let pid = child.id();
@@ -479,7 +483,7 @@ struct NotifyPlace {
 }
 
 impl NotifyPlace {
-    fn create() -> Option<NotifyPlace> {
+    fn create() -> Result<NotifyPlace, String> {
         let base = std::env::temp_dir();
         for attempt in 0..16u32 {
             let nanos = std::time::SystemTime::now()
@@ -492,13 +496,18 @@ impl NotifyPlace {
             match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
                 Ok(()) => {
                     let path = dir.join("notify.sock");
-                    return Some(NotifyPlace { dir, path });
+                    return Ok(NotifyPlace { dir, path });
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(_) => return None,
+                Err(e) => {
+                    return Err(format!(
+                        "cannot create a directory in {} (TMPDIR): {e}",
+                        base.display()
+                    ))
+                }
             }
         }
-        None
+        Err(format!("no free directory name in {}", base.display()))
     }
 }
 
