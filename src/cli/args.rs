@@ -53,7 +53,7 @@ command's process group; after --grace, SIGKILL.
 
 Durations: \"90s\", \"5m\", \"1h 30m\", \"500ms\", at most 100 years; \"off\"
 disables a budget.")]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Validate a config file and print each profile's effective budgets.
     #[command(after_help = "\
 Without FILE, checks ./stallguard.toml if present, else prints the built-in
