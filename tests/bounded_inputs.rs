@@ -513,13 +513,14 @@ fn execution_flag_bounds_a_silent_tool() {
     );
 }
 
-// R5.10, R7.3: `check` shows the 30m a streaming profile gets.
+// R5.10, R7.3: `check` shows the 30m a streaming profile gets when its
+// execution is off (absent, or "off" as in the shipped defaults).
 #[test]
 fn check_shows_the_stream_execution_default() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("stallguard.toml"),
-        "[profile.agent]\nstream = \"codex\"\n[profile.set]\nstream = \"codex\"\nexecution = \"off\"\n",
+        "[profile.agent]\nstream = \"codex\"\nexecution = \"off\"\n[profile.set]\nstream = \"codex\"\nexecution = \"20m\"\n",
     )
     .unwrap();
     let o = sg(dir.path(), &["check"]);
@@ -533,7 +534,7 @@ fn check_shows_the_stream_execution_default() {
         .collect();
     assert_eq!(
         cells,
-        ["execution", "= idle (5m)", "30m", "= idle (5m)"],
+        ["execution", "= idle (5m)", "30m", "20m"],
         "{text}"
     );
     assert!(text.contains("With --stream FORMAT"), "{text}");

@@ -38,7 +38,7 @@ pub(crate) fn run(file: Option<PathBuf>) -> u8 {
             Ok((mut p, stream, r)) => {
                 // R5.10: as `run` does, a profile that streams an agent's
                 // events and sets no execution budget gets 30m.
-                super::inputs::stream_default(&mut p, stream.is_some(), false, &config, name);
+                super::inputs::stream_default(&mut p, stream.is_some(), false);
                 columns.push((name.unwrap_or(DEFAULTS_NAME).to_owned(), p, r));
                 streams.push(stream);
             }
@@ -56,15 +56,10 @@ pub(crate) fn run(file: Option<PathBuf>) -> u8 {
     );
     println!();
     print!("{}", table(&columns, &streams));
-    if columns.iter().any(|(name, _, _)| {
-        !config.sets(
-            Some(name.as_str()).filter(|n| *n != DEFAULTS_NAME),
-            "execution",
-        )
-    }) {
+    if columns.iter().any(|(_, p, _)| p.execution.is_none()) {
         println!();
         println!(
-            "With --stream FORMAT, a profile that sets no execution budget gets execution = {} (R5.10).",
+            "With --stream FORMAT, a profile whose execution is off gets execution = {} (R5.10).",
             humantime::format_duration(super::inputs::STREAM_EXECUTION)
         );
     }

@@ -10,7 +10,6 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use stallguard::config::Config;
 use stallguard::sinks::jsonl::JsonLinesSink;
 use stallguard::{Profile, Sink};
 
@@ -67,17 +66,13 @@ pub(crate) fn flag_of(key: &str) -> &str {
     }
 }
 
-/// R5.10: with an agent stream and no execution budget set by a flag or
-/// by the config (`execution = "off"` counts as set), the execution budget
-/// is [`STREAM_EXECUTION`]. Returns whether the default was applied.
-pub(crate) fn stream_default(
-    profile: &mut Profile,
-    streaming: bool,
-    flag_set: bool,
-    config: &Config,
-    name: Option<&str>,
-) -> bool {
-    if !streaming || flag_set || config.sets(name, "execution") {
+/// R5.10: with an agent stream, no `--execution` flag and no execution
+/// budget in the config (absent or `"off"`, the shipped default, so a copy
+/// of `stallguard.default.toml` keeps it), the execution budget is
+/// [`STREAM_EXECUTION`]. `--execution off` keeps it off. Returns whether
+/// the default was applied.
+pub(crate) fn stream_default(profile: &mut Profile, streaming: bool, flag_set: bool) -> bool {
+    if !streaming || flag_set || profile.execution.is_some() {
         return false;
     }
     profile.execution = Some(STREAM_EXECUTION);

@@ -84,13 +84,7 @@ impl Run {
         // Flags override the config (R8.1); R5.10: an agent stream's tools
         // get 30m unless an execution budget is set anywhere.
         super::inputs::apply_flags(&args, &mut profile);
-        super::inputs::stream_default(
-            &mut profile,
-            stream.is_some(),
-            args.execution.is_some(),
-            &config,
-            args.profile.as_deref(),
-        );
+        super::inputs::stream_default(&mut profile, stream.is_some(), args.execution.is_some());
         profile.validate().map_err(|e| {
             let flag = super::inputs::flag_of(e.key);
             format!("{flag} is {}, expected {}", e.found, e.expected)

@@ -205,25 +205,6 @@ impl Config {
         Ok(r)
     }
 
-    /// Returns whether `[defaults]` or `[profile.NAME]` (for `name`) sets
-    /// `key` (kebab-case), `"off"` included: what the user wrote, not
-    /// what the built-in defaults fill in.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stallguard::config::Config;
-    /// let config = Config::from_str("[profile.agent]\nexecution = \"off\"\n", "t.toml").unwrap();
-    /// assert!(config.sets(Some("agent"), "execution"));
-    /// assert!(!config.sets(None, "execution"));
-    /// ```
-    pub fn sets(&self, name: Option<&str>, key: &str) -> bool {
-        self.defaults.span_of(key).is_some()
-            || name
-                .and_then(|n| self.profiles.get(n))
-                .is_some_and(|t| t.span_of(key).is_some())
-    }
-
     /// Returns the names of the `[profile.NAME]` tables, sorted.
     pub fn profile_names(&self) -> Vec<&str> {
         self.profiles.keys().map(String::as_str).collect()
