@@ -544,6 +544,10 @@ fn budget(key: &str, v: &Bound<'_, PyAny>) -> PyResult<Option<Duration>> {
             repr(v)
         ))
     };
+    // The core's reason (out of range, negative), then the value as given.
+    let because = |e: watchdog_core::DurationError| {
+        PyValueError::new_err(format!("{key}: {e}; got {}", repr(v)))
+    };
     if v.is_instance_of::<PyBool>() {
         return Err(bad());
     }
@@ -553,9 +557,7 @@ fn budget(key: &str, v: &Bound<'_, PyAny>) -> PyResult<Option<Duration>> {
             return Ok(None);
         }
         // R10.6, R8.12: the core parses and bounds it, as for TOML and flags.
-        return watchdog_core::parse_duration(s)
-            .map(Some)
-            .map_err(|e| PyValueError::new_err(format!("{key}: {e}")));
+        return watchdog_core::parse_duration(s).map(Some).map_err(because);
     }
     let ms = if let Ok(ms) = v.extract::<f64>() {
         ms
@@ -570,7 +572,7 @@ fn budget(key: &str, v: &Bound<'_, PyAny>) -> PyResult<Option<Duration>> {
     };
     watchdog_core::duration_from_millis(ms)
         .map(Some)
-        .map_err(|e| PyValueError::new_err(format!("{key}: {e}")))
+        .map_err(because)
 }
 
 /// Reads `renewed_by`: a list of signal kind names.
