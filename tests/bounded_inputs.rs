@@ -532,11 +532,7 @@ fn check_shows_the_stream_execution_default() {
         .map(str::trim)
         .filter(|c| !c.is_empty())
         .collect();
-    assert_eq!(
-        cells,
-        ["execution", "= idle (5m)", "30m", "20m"],
-        "{text}"
-    );
+    assert_eq!(cells, ["execution", "= idle (5m)", "30m", "20m"], "{text}");
     assert!(text.contains("With --stream FORMAT"), "{text}");
 }
 
@@ -553,4 +549,37 @@ fn a_stall_before_any_output_names_the_idle_budget() {
         err(&o)
     );
     assert!(!err(&o).contains("startup budget"), "{}", err(&o));
+}
+
+// R8.12: an escape sequence in a task name (the command's file name)
+// reaches `list` and `describe` shown escaped, never raw.
+#[test]
+fn escapes_in_task_names_are_shown_escaped_by_list_and_describe() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = "t\x1b[2Jx";
+    script(dir.path(), name, "#!/bin/sh\necho up\nsleep 20\n");
+    let run = stallguard(dir.path())
+        .args(["run", "--socket", "sg.sock", "--", &format!("./{name}")])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Polled by asking: each try is a real client process, bounded.
+    let mut listed = None;
+    for _ in 0..300 {
+        let o = sg(dir.path(), &["list", "--socket", "sg.sock"]);
+        if o.status.success() && out(&o).contains("x") {
+            listed = Some(o);
+            break;
+        }
+    }
+    let described = sg(dir.path(), &["describe", "--socket", "sg.sock"]);
+    // SAFETY: kill(2) on the pid of our own unreaped child.
+    unsafe { libc::kill(run.id() as i32, libc::SIGTERM) };
+    let _ = wait_bounded(run);
+    let listed = listed.expect("the control socket answered");
+    for o in [&listed, &described] {
+        assert!(out(o).contains("t\\e[2Jx"), "{}", out(o));
+        assert!(!o.stdout.contains(&0x1b), "raw ESC: {:?}", out(o));
+    }
 }
