@@ -178,6 +178,12 @@ fn an_extension_past_100_years_is_refused_and_the_deadline_holds() {
     assert_eq!(o.status.code(), Some(124), "{}", err(&o));
     assert!(!out(&o).contains("survived"), "{}", out(&o));
     assert!(err(&o).contains("deadline"), "{}", err(&o));
+    // R8.7: the refusal is said, not only logged.
+    assert!(
+        err(&o).contains("EXTEND_TIMEOUT_USEC asked for more than 100 years"),
+        "{}",
+        err(&o)
+    );
 }
 
 // R8.12: `--events` appends one whole line per write: 10 runs sharing one

@@ -134,6 +134,10 @@ pub(crate) fn verdict_line(profile: &Profile, kind: &EventKind) -> Option<String
             "stallguard: still running after the {} grace period: {signal}",
             humantime::format_duration(profile.grace_period)
         ),
+        // R8.12: the core's 100-year limit, not the profile's max-deadline.
+        EventKind::ExtensionRefused { allowed, .. } if *allowed == stallguard::MAX_DURATION => {
+            "stallguard: extension refused: EXTEND_TIMEOUT_USEC asked for more than 100 years; the deadline stays".to_owned()
+        }
         EventKind::ExtensionRefused { requested, allowed } => format!(
             "stallguard: extension refused: EXTEND_TIMEOUT_USEC asked for a deadline {} from the start, past max-deadline {}; the deadline stays",
             humantime::format_duration(*requested),

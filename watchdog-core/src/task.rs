@@ -719,13 +719,6 @@ impl Task<'_> {
         if self.is_settling() {
             return Err(self.settling_error());
         }
-        // R8.12: past 100 years is refused, never saturated or overflowed.
-        if crate::check_duration(by).is_err() {
-            return Err(GuardError::ExtensionTooLong {
-                task: self.name.to_string(),
-                requested: by,
-            });
-        }
         let Some(current) = self.deadline_at() else {
             return Err(GuardError::NoDeadline(self.name.to_string()));
         };
@@ -735,6 +728,22 @@ impl Task<'_> {
         let total = wanted
             .saturating_since(self.start)
             .saturating_sub(self.paused_total());
+        // R8.12: past 100 years is refused, never saturated or overflowed,
+        // and said like any refused extension (R8.7).
+        if crate::check_duration(by).is_err() {
+            self.emit(
+                out,
+                e,
+                EventKind::ExtensionRefused {
+                    requested: total,
+                    allowed: crate::MAX_DURATION,
+                },
+            );
+            return Err(GuardError::ExtensionTooLong {
+                task: self.name.to_string(),
+                requested: by,
+            });
+        }
         if let Some(max) = self.profile.max_deadline {
             if total > max {
                 self.emit(
