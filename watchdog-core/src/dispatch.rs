@@ -7,7 +7,7 @@
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::loom::sync::{Condvar, Mutex};
 use crate::loom::thread;
@@ -135,7 +135,7 @@ impl Dispatcher {
     /// `timeout` passes. Returns false when some sink did not catch up (it is
     /// hung or slow).
     pub(crate) fn flush(&self, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
+        let deadline = crate::instant_after(timeout);
         // Another thread (the driver) may be draining: what it took from the
         // outbox but has not handed to the workers yet was emitted before
         // this call too, so wait for its loop to end instead of returning at

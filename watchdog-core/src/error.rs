@@ -82,4 +82,13 @@ pub enum GuardError {
         /// The bound.
         max: Duration,
     },
+    /// An extension longer than [`crate::MAX_DURATION`] (R8.12): refused
+    /// with the range, never an overflow.
+    #[error("task `{task}`: extension refused, {} is out of range (at most 100 years)", humantime::format_duration(*.requested))]
+    ExtensionTooLong {
+        /// The task.
+        task: String,
+        /// The extension asked for.
+        requested: Duration,
+    },
 }

@@ -44,6 +44,7 @@ mod builder;
 mod cell;
 mod clock;
 mod dispatch;
+mod duration;
 mod error;
 mod event;
 mod guard;
@@ -62,6 +63,10 @@ mod timers;
 
 pub use builder::GuardBuilder;
 pub use clock::{Clock, LaggingClock, ManualClock, MonotonicClock, Nanos};
+pub use duration::{
+    check_duration, duration_from_millis, instant_after, parse_duration, DurationError,
+    DURATION_RANGE, MAX_DURATION,
+};
 pub use error::GuardError;
 pub use event::{
     Action, ActionKind, Budget, ChildInfo, Event, EventKind, LeftoverAction, Outcome, ProcState,

@@ -498,11 +498,21 @@ impl Task<'_> {
             },
         );
         if terminate_after != 0 && strike >= terminate_after {
-            let reason = format!(
-                "{budget} budget of {} exceeded: silent for {} (strike {strike} of {terminate_after})",
-                fmt_dur(limit),
-                fmt_dur(silent)
-            );
+            // Before the first signal with no startup budget set, the limit
+            // is the idle budget the user chose: name that one.
+            let reason = if budget == Budget::Startup && self.profile.startup.is_none() {
+                format!(
+                    "idle budget of {} exceeded before any output: silent for {} (strike {strike} of {terminate_after})",
+                    fmt_dur(limit),
+                    fmt_dur(silent)
+                )
+            } else {
+                format!(
+                    "{budget} budget of {} exceeded: silent for {} (strike {strike} of {terminate_after})",
+                    fmt_dur(limit),
+                    fmt_dur(silent)
+                )
+            };
             self.cancel(e, reason, out);
             return true;
         }
@@ -740,6 +750,22 @@ impl Task<'_> {
         let total = wanted
             .saturating_since(self.start)
             .saturating_sub(self.paused_total());
+        // R8.12: past 100 years is refused, never saturated or overflowed,
+        // and said like any refused extension (R8.7).
+        if crate::check_duration(by).is_err() {
+            self.emit(
+                out,
+                e,
+                EventKind::ExtensionRefused {
+                    requested: total,
+                    allowed: crate::MAX_DURATION,
+                },
+            );
+            return Err(GuardError::ExtensionTooLong {
+                task: self.name.to_string(),
+                requested: by,
+            });
+        }
         if let Some(max) = self.profile.max_deadline {
             if total > max {
                 self.emit(

@@ -154,12 +154,11 @@ fn engine_error(e: GuardError) -> Error {
 fn duration(key: &str, value: &Value) -> std::result::Result<Duration, String> {
     let bad = |why: &str| format!("{key}: invalid duration {value}: {why}");
     match value {
-        Value::String(s) => humantime::parse_duration(s.trim()).map_err(|e| bad(&e.to_string())),
+        // R10.6, R8.12: the core parses and bounds it, as for TOML and flags.
+        Value::String(s) => watchdog_core::parse_duration(s).map_err(|e| bad(&e.to_string())),
         Value::Number(n) => match n.as_f64() {
-            Some(ms) if ms.is_finite() && ms >= 0.0 && ms <= u64::MAX as f64 => {
-                Ok(Duration::from_secs_f64(ms / 1000.0))
-            }
-            _ => Err(bad("expected a non-negative number of milliseconds")),
+            Some(ms) => watchdog_core::duration_from_millis(ms).map_err(|e| bad(&e.to_string())),
+            None => Err(bad("expected a non-negative number of milliseconds")),
         },
         _ => Err(bad(
             "expected a humantime string such as \"90s\" or a number of milliseconds",

@@ -539,6 +539,10 @@ fn budget(key: &str, v: &Bound<'_, PyAny>) -> PyResult<Option<Duration>> {
             repr(v)
         ))
     };
+    // The core's reason (out of range, negative), then the value as given.
+    let because = |e: watchdog_core::DurationError| {
+        PyValueError::new_err(format!("{key}: {e}; got {}", repr(v)))
+    };
     if v.is_instance_of::<PyBool>() {
         return Err(bad());
     }
@@ -547,7 +551,8 @@ fn budget(key: &str, v: &Bound<'_, PyAny>) -> PyResult<Option<Duration>> {
         if s == "off" {
             return Ok(None);
         }
-        return humantime::parse_duration(s).map(Some).map_err(|_| bad());
+        // R10.6, R8.12: the core parses and bounds it, as for TOML and flags.
+        return watchdog_core::parse_duration(s).map(Some).map_err(because);
     }
     let ms = if let Ok(ms) = v.extract::<f64>() {
         ms
@@ -560,10 +565,9 @@ fn budget(key: &str, v: &Bound<'_, PyAny>) -> PyResult<Option<Duration>> {
     } else {
         return Err(bad());
     };
-    if !ms.is_finite() || !(0.0..=1e15).contains(&ms) {
-        return Err(bad());
-    }
-    Ok(Some(Duration::from_secs_f64(ms / 1000.0)))
+    watchdog_core::duration_from_millis(ms)
+        .map(Some)
+        .map_err(because)
 }
 
 /// Reads `renewed_by`: a list of signal kind names.
