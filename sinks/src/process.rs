@@ -1,5 +1,5 @@
 //! A sink that signals the watched process group (R3.5, R6.4, R10.3):
-//! SIGTERM on cancel, SIGKILL on kill, then a bounded confirmation that the
+//! SIGTERM (then SIGCONT, R8.9) on cancel, SIGKILL on kill, then a bounded confirmation that the
 //! group is gone, or a "cleanup unconfirmed" report naming what is left.
 //!
 //! Reaping is not done here: the runner owns the `Child` and waits on it.
@@ -257,7 +257,7 @@ impl ProcessSink {
         pred: impl Fn(&KillReport) -> bool,
         timeout: Duration,
     ) -> Option<KillReport> {
-        let deadline = Instant::now() + timeout;
+        let deadline = watchdog_core::instant_after(timeout);
         let mut reports = self.shared.reports.lock();
         loop {
             if let Some(r) = reports.iter().find(|r| pred(r)) {
@@ -320,6 +320,10 @@ impl ProcessSink {
             }
         }
         if signal == GroupSignal::Term {
+            // A stopped group (SIGSTOP, Ctrl-Z) would hold SIGTERM pending
+            // until the SIGKILL after the whole grace period: continue it,
+            // so its handler runs now, as GNU `timeout` does (R8.9).
+            let _ = killpg(pgid, Signal::SIGCONT);
             return self.settle(report(KillOutcome::Sent));
         }
         // The confirmation polls for up to `confirm_within`: on a thread of

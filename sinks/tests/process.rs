@@ -123,6 +123,42 @@ fn sigterm_ends_a_cooperative_group_without_a_kill() {
     assert!(live_in_group(pgid).is_empty());
 }
 
+// R8.9: a cancel's SIGTERM is followed by SIGCONT, so a stopped command
+// runs its handler now instead of waiting, stopped, for the SIGKILL after
+// the whole grace period.
+#[test]
+fn a_stopped_group_is_continued_after_sigterm_and_runs_its_handler() {
+    let (child, _cleanup) = spawn_group("trap 'exit 7' TERM; kill -STOP $$; exit 0");
+    let pgid = child.id();
+    let state = || {
+        std::fs::read_to_string(format!("/proc/{pgid}/stat"))
+            .map(|s| s[s.rfind(')').unwrap() + 2..].starts_with('T'))
+            .unwrap_or(false)
+    };
+    poll_until("the shell to stop itself", state);
+    let procs = ProcessSink::new();
+    let rec = RecordingSink::new();
+    let guard = Guard::builder()
+        .sink(procs.clone())
+        .sink(rec.clone())
+        .build();
+    // A grace period far past the patience: only SIGCONT can end it in time.
+    let task = guard
+        .start_process("stopped", profile(Duration::from_secs(600)), pgid)
+        .unwrap();
+    let runner = runner(child, task);
+    assert!(
+        rec.wait_for("stopped", "finished", PATIENCE),
+        "the stopped shell never ran its SIGTERM handler"
+    );
+    let status = runner.join().unwrap();
+    assert_eq!(status.code(), Some(7), "{status:?}");
+    assert!(procs
+        .reports()
+        .iter()
+        .all(|r| r.signal == GroupSignal::Term));
+}
+
 // R3.5, R10.2 ("a command that ignores SIGTERM"), R10.3: SIGTERM is ignored,
 // so after the grace period the kill action sends SIGKILL and the sink
 // confirms the group is gone; the runner's finish comes after.

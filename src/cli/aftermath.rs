@@ -2,15 +2,23 @@
 //! a bounded wait for its output pipes, the processes still holding them
 //! named as `leaked`, then what is left of its tree stopped or kept and
 //! named as `leftover`. Nothing here waits without a bound.
+//!
+//! The budgets stopped judging when the command exited (R8.8): these waits
+//! have their own timers and never change the command's status. A signal
+//! sent to stallguard meanwhile ends the wait at once (R8.9): what is left
+//! is then handled per `on-leftover` without a grace period.
 
 use std::collections::HashSet;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use stallguard::{LeftoverAction, TaskHandle};
+use nix::sys::signal::Signal;
+use stallguard::{LeftoverAction, ProcessName, TaskHandle};
+use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::console::Console;
-use super::{leaks, reaper};
+use super::reaper::{self, Proc};
+use super::signals::{self, Incoming};
+use super::{leaks, reaper::our_tree};
 use stallguard::config::OnLeftover;
 
 /// How long SIGKILL gets to be confirmed, as the process sink's default.
@@ -18,11 +26,14 @@ const CONFIRM: Duration = Duration::from_secs(2);
 /// How long the pumps get to copy the last bytes once the holders were
 /// stopped.
 const LAST_BYTES: Duration = Duration::from_millis(500);
+/// The first and the longest pause between two looks at what is left.
+const FIRST_LOOK: Duration = Duration::from_millis(20);
+const LONGEST_LOOK: Duration = Duration::from_millis(250);
 
 /// What the run loop hands over once the command's status is in.
 pub(crate) struct Aftermath<'a> {
-    /// One message per pump that reached end of file.
-    pub(crate) done: mpsc::Receiver<()>,
+    /// One message per pump that is done with its pipe.
+    pub(crate) done: UnboundedReceiver<()>,
     /// How many pumps run.
     pub(crate) pumps: usize,
     /// The inodes of the command's stdout and stderr pipes.
@@ -40,12 +51,16 @@ pub(crate) struct Aftermath<'a> {
     pub(crate) stopped: bool,
     pub(crate) console: &'a Console,
     pub(crate) task: &'a TaskHandle,
+    /// A signal ended the waits (R8.9).
+    pub(crate) interrupted: bool,
 }
 
 impl Aftermath<'_> {
     /// Runs the steps in order; returns once nothing is left to wait for.
-    pub(crate) fn settle(self) {
-        let mut open = self.pumps - drain(&self.done, self.pumps, self.leak_timeout);
+    /// `signals` end any wait at once.
+    pub(crate) async fn settle(mut self, signals: &mut Incoming) {
+        let pumps = self.pumps;
+        let mut open = pumps - self.drain(pumps, self.leak_timeout, signals, true).await;
         if open > 0 {
             let holders = leaks::holders(&self.inodes);
             if !holders.is_empty() {
@@ -55,12 +70,17 @@ impl Aftermath<'_> {
         if self.stopped {
             // The cancel's SIGTERM reached them too (R8.6): what obeys it
             // is not a leftover.
-            reaper::wait_gone(self.grace);
+            self.wait_gone(self.grace, signals).await;
         }
         let left = reaper::leftovers();
         if left.is_empty() {
             // Without a subreaper (not Linux) the group may still hold some.
-            reaper::stop_group(self.pgid, self.grace, CONFIRM);
+            let grace = if self.interrupted {
+                Duration::ZERO
+            } else {
+                self.grace
+            };
+            reaper::stop_group(self.pgid, grace, CONFIRM);
             return;
         }
         match self.on_leftover {
@@ -69,7 +89,7 @@ impl Aftermath<'_> {
             }
             OnLeftover::Kill => {
                 let _ = self.task.leftover(LeftoverAction::Killed, left);
-                let still = reaper::stop_all(self.grace, CONFIRM);
+                let still = self.stop_all(signals).await;
                 reaper::stop_group(self.pgid, Duration::ZERO, Duration::ZERO);
                 if !still.is_empty() {
                     self.console.line(&format!(
@@ -78,7 +98,7 @@ impl Aftermath<'_> {
                     ));
                 }
                 if open > 0 {
-                    open -= drain(&self.done, open, LAST_BYTES);
+                    open -= self.drain(open, LAST_BYTES, signals, false).await;
                 }
             }
         }
@@ -86,18 +106,87 @@ impl Aftermath<'_> {
             tracing::info!(open, "not waiting for output pipes still held open");
         }
     }
+
+    /// Waits up to `bound` for `n` pumps to finish; returns how many did.
+    /// An `interruptible` wait ends at the first signal.
+    async fn drain(
+        &mut self,
+        n: usize,
+        bound: Duration,
+        signals: &mut Incoming,
+        interruptible: bool,
+    ) -> usize {
+        let timer = tokio::time::sleep(bound);
+        tokio::pin!(timer);
+        let mut finished = 0;
+        while finished < n && !(interruptible && self.interrupted) {
+            tokio::select! {
+                got = self.done.recv() => match got {
+                    Some(()) => finished += 1,
+                    None => break,
+                },
+                () = &mut timer => break,
+                sig = signals.recv(), if interruptible => self.interrupt(sig),
+            }
+        }
+        finished
+    }
+
+    /// Stops every live process below stallguard: SIGTERM (and SIGCONT),
+    /// the grace period for them to go (ended by a signal), then SIGKILL
+    /// and up to [`CONFIRM`] more. Returns what is still alive.
+    async fn stop_all(&mut self, signals: &mut Incoming) -> Vec<ProcessName> {
+        let left = live(our_tree(None));
+        if left.is_empty() {
+            reaper::reap_orphans(None);
+            return Vec::new();
+        }
+        reaper::signal_all(&left, Signal::SIGTERM);
+        let left = self.wait_gone(self.grace, signals).await;
+        if left.is_empty() {
+            return Vec::new();
+        }
+        reaper::signal_all(&left, Signal::SIGKILL);
+        reaper::wait_gone(CONFIRM)
+            .into_iter()
+            .map(|p| ProcessName {
+                pid: p.pid,
+                name: p.name,
+            })
+            .collect()
+    }
+
+    /// Waits up to `bound` (ended by a signal) for stallguard to have no
+    /// live descendant, reaping meanwhile; returns what is still alive.
+    async fn wait_gone(&mut self, bound: Duration, signals: &mut Incoming) -> Vec<Proc> {
+        let until = Instant::now().checked_add(bound);
+        let mut step = FIRST_LOOK;
+        loop {
+            let left = reaper::wait_gone(Duration::ZERO);
+            let now = Instant::now();
+            let remaining = until.map_or(LONGEST_LOOK, |u| u.saturating_duration_since(now));
+            if left.is_empty() || self.interrupted || remaining.is_zero() {
+                return left;
+            }
+            tokio::select! {
+                () = tokio::time::sleep(step.min(remaining)) => {}
+                sig = signals.recv() => self.interrupt(sig),
+            }
+            step = (step * 2).min(LONGEST_LOOK);
+        }
+    }
+
+    fn interrupt(&mut self, sig: i32) {
+        if !self.interrupted {
+            self.interrupted = true;
+            self.console.line(&format!(
+                "stallguard: {} after the command exited: not waiting any longer",
+                signals::name(sig)
+            ));
+        }
+    }
 }
 
-/// Waits up to `bound` for `n` pumps to finish; returns how many did.
-fn drain(done: &mpsc::Receiver<()>, n: usize, bound: Duration) -> usize {
-    let until = Instant::now() + bound;
-    let mut finished = 0;
-    while finished < n {
-        let left = until.saturating_duration_since(Instant::now());
-        if done.recv_timeout(left).is_err() {
-            break;
-        }
-        finished += 1;
-    }
-    finished
+fn live(procs: Vec<Proc>) -> Vec<Proc> {
+    procs.into_iter().filter(|p| !p.zombie).collect()
 }

@@ -6,14 +6,18 @@ pub(crate) mod args;
 pub(crate) mod check;
 pub(crate) mod console;
 pub(crate) mod control;
+pub(crate) mod exec;
 pub(crate) mod input_wait;
+pub(crate) mod inputs;
 pub(crate) mod jobs;
 pub(crate) mod leaks;
 pub(crate) mod logging;
 pub(crate) mod loud;
+pub(crate) mod pumps;
 pub(crate) mod reaper;
 pub(crate) mod report;
 pub(crate) mod run;
+pub(crate) mod signals;
 pub(crate) mod stream;
 pub(crate) mod terminal;
 pub(crate) mod typing;
@@ -26,3 +30,18 @@ pub(crate) const EXIT_ERROR: u8 = 125;
 pub(crate) const EXIT_NOT_EXECUTABLE: u8 = 126;
 /// 127: the command was not found (R8.2).
 pub(crate) const EXIT_NOT_FOUND: u8 = 127;
+
+/// 1: the command exited 0 but some of its output could not be written
+/// (ENOSPC, EIO): as GNU tools exit 1 on a write error (R8.10).
+pub(crate) const EXIT_OUTPUT_LOST: u8 = 1;
+
+/// The hidden variable that makes a thread "unavailable" after the
+/// command started, so tests can check that stallguard then fails closed
+/// (R8.9): a comma-separated list of `pump`, `waiter`. Not documented for
+/// users; the command never sees it.
+pub(crate) const FAIL_VAR: &str = "STALLGUARD_TEST_FAIL";
+
+/// Whether [`FAIL_VAR`] names `point`.
+pub(crate) fn failpoint(point: &str) -> bool {
+    std::env::var(FAIL_VAR).is_ok_and(|v| v.split(',').any(|p| p.trim() == point))
+}

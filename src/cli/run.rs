@@ -2,18 +2,22 @@
 //! one command in its own process group.
 //!
 //! Threads: two blocking pumps copy the command's stdout and stderr to ours
-//! through counting readers (each read is an `output` signal); one thread
-//! waits for the command; the main thread runs a small current-thread tokio
-//! runtime for SIGINT/SIGTERM forwarding and the status line. Verdicts come
+//! through counting readers (each read is an `output` signal, R8.10 in
+//! src/cli/pumps.rs); one thread waits for the command; the main thread
+//! runs a small current-thread tokio runtime for signal forwarding (R8.9,
+//! src/cli/signals.rs), the status line and the aftermath. Verdicts come
 //! from the guard's own driver thread (R6.3), never from this runtime.
+//!
+//! Fail closed (R8.9): if a pump or the waiter cannot be had once the
+//! command runs, its group is killed, the reason said, and the run exits
+//! 124 (stallguard stopped it), never 125 ("did not start").
 
 use std::ffi::OsString;
-use std::io::{self, Read};
+use std::io;
 use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -22,18 +26,19 @@ use stallguard::sinks::control::ControlServer;
 use stallguard::sinks::jsonl::JsonLinesSink;
 use stallguard::sinks::process::ProcessSink;
 use stallguard::sources::notify::NotifySocket;
-use stallguard::sources::output::CountingReader;
 use stallguard::sources::procs::ProcessSampler;
-use stallguard::{Guard, Outcome, Profile, Recorder, Sink};
+use stallguard::{Guard, Outcome, Profile, Sink, TaskHandle};
 
 use super::aftermath::Aftermath;
 use super::args::RunArgs;
 use super::console::{Console, Stream};
+use super::pumps::{OutputLost, Pump};
 use super::reaper::{self, EscapedSignals, OrphanReaper, WithEscaped};
 use super::report::{status_line, Pauses, StopFlag, VerdictLines};
+use super::signals::{self, Incoming};
 use super::stream::Tap;
 use super::terminal::Terminal;
-use super::{check, EXIT_ERROR, EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_STOPPED};
+use super::{check, EXIT_ERROR, EXIT_OUTPUT_LOST, EXIT_STOPPED};
 
 /// How long isolated sinks (the events file) get to catch up before exit.
 const FLUSH_BOUND: Duration = Duration::from_secs(5);
@@ -83,39 +88,21 @@ impl Run {
         let options = config
             .run_options(args.profile.as_deref())
             .map_err(|e| e.to_string())?;
-        // Flags override the config (R8.1).
-        if let Some(b) = args.idle {
-            profile.idle = b.0;
-        }
-        if let Some(b) = args.deadline {
-            profile.deadline = b.0;
-        }
-        if let Some(b) = args.heartbeat {
-            profile.heartbeat_interval = b.0.filter(|d| !d.is_zero());
-        }
-        if let Some(n) = args.terminate_after {
-            profile.terminate_after = n;
-        }
-        if let Some(d) = args.grace {
-            profile.grace_period = d;
-        }
+        // Flags override the config (R8.1); R5.10: an agent stream's tools
+        // get 30m unless an execution budget is set anywhere.
+        super::inputs::apply_flags(&args, &mut profile);
+        super::inputs::stream_default(&mut profile, stream.is_some(), args.execution.is_some());
         profile.validate().map_err(|e| {
-            let flag = match e.key {
-                "idle" => "--idle",
-                "deadline" => "--deadline",
-                "heartbeat-interval" => "--heartbeat",
-                "terminate-after" => "--terminate-after",
-                "grace-period" => "--grace",
-                other => other,
-            };
+            let flag = super::inputs::flag_of(e.key);
             format!("{flag} is {}, expected {}", e.found, e.expected)
         })?;
+        if let Some(path) = &args.socket {
+            super::inputs::check_socket(path)?;
+        }
         let events: Option<Box<dyn Sink>> = match args.events.as_deref() {
             None => None,
             Some("-") => Some(Box::new(JsonLinesSink::stderr())),
-            Some(path) => Some(Box::new(
-                JsonLinesSink::create(path).map_err(|e| format!("--events: {e}"))?,
-            )),
+            Some(path) => Some(super::inputs::open_events(path)?),
         };
         // R8.4: a live line only on a terminal, and not when JSON lines share
         // stderr with it.
@@ -154,7 +141,15 @@ impl Run {
                 Arc::clone(&console),
             ));
         }
-        let guard = builder.build();
+        // R10.5: no watchdog thread, no run: the command is not started
+        // unwatched.
+        let guard = match builder.try_build() {
+            Ok(guard) => guard,
+            Err(e) => {
+                eprintln!("stallguard: cannot start the watchdog: {e}");
+                return EXIT_ERROR;
+            }
+        };
 
         // Signals are caught before the command starts, so a SIGTERM that
         // arrives early is forwarded, not fatal to us alone.
@@ -168,17 +163,11 @@ impl Run {
                 return EXIT_ERROR;
             }
         };
-        let signals = runtime.block_on(async {
-            use tokio::signal::unix::{signal, SignalKind};
-            Ok::<_, io::Error>((
-                signal(SignalKind::interrupt())?,
-                signal(SignalKind::terminate())?,
-            ))
-        });
-        let (mut sigint, mut sigterm) = match signals {
+        // R8.9: every catchable terminating signal, not only INT and TERM.
+        let mut incoming = match runtime.block_on(async { Incoming::catch() }) {
             Ok(s) => s,
             Err(e) => {
-                eprintln!("stallguard: cannot catch SIGINT/SIGTERM: {e}");
+                eprintln!("stallguard: cannot catch signals: {e}");
                 return EXIT_ERROR;
             }
         };
@@ -187,7 +176,9 @@ impl Run {
         if let Err(e) = reaper::become_subreaper() {
             tracing::warn!(error = %e, "not a child subreaper: escaped processes go to init");
         }
-        let notify = NotifyPlace::create();
+        let notify = NotifyPlace::create()
+            .map_err(|e| console.line(&format!("stallguard: no NOTIFY_SOCKET: {e}")))
+            .ok();
         let program = &self.command[0];
         let mut command = Command::new(program);
         command
@@ -195,7 +186,8 @@ impl Run {
             .process_group(0)
             .stdin(Stdio::inherit())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .stderr(Stdio::piped())
+            .env_remove(super::FAIL_VAR);
         // R8.1: an interactive command gets the terminal (src/cli/terminal.rs).
         let terminal = Terminal::prepare(&mut command);
         // Bound before the spawn so nothing the command sends in its first
@@ -208,18 +200,20 @@ impl Run {
         });
         if let Some(pending) = &pending_notify {
             command.env("NOTIFY_SOCKET", pending.path());
+        } else if std::env::var_os("NOTIFY_SOCKET").is_some() {
+            // Never our parent's socket: the command's datagrams would
+            // reach a manager that is not watching it, unseen by us.
+            command.env_remove("NOTIFY_SOCKET");
+            console.line(
+                "stallguard: the command runs without NOTIFY_SOCKET (the inherited one is removed)",
+            );
         }
-        let mut child = match command.spawn() {
+        // R8.12: as execvp, a file without `#!` runs through /bin/sh.
+        let mut child = match super::exec::spawn(&mut command, program, terminal.as_ref()) {
             Ok(c) => c,
-            Err(e) => {
-                let name = program.to_string_lossy();
-                return if e.kind() == io::ErrorKind::NotFound {
-                    eprintln!("stallguard: {name}: command not found");
-                    EXIT_NOT_FOUND
-                } else {
-                    eprintln!("stallguard: {name}: cannot execute: {e}");
-                    EXIT_NOT_EXECUTABLE
-                };
+            Err((line, code)) => {
+                eprintln!("{line}");
+                return code;
             }
         };
         let pid = child.id();
@@ -267,7 +261,8 @@ impl Run {
         });
 
         let _reaper = OrphanReaper::spawn(pid, Duration::from_millis(500));
-        let (done_tx, done_rx) = mpsc::channel::<()>();
+        let (done_tx, done_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+        let lost = OutputLost::default();
         let inodes: std::collections::HashSet<u64> = [
             child.stdout.as_ref().and_then(super::leaks::pipe_inode),
             child.stderr.as_ref().and_then(super::leaks::pipe_inode),
@@ -276,44 +271,49 @@ impl Run {
         .flatten()
         .collect();
         let mut pumps = 0;
+        let pump = |to, tap| Pump {
+            recorder: task.recorder(),
+            console: Arc::clone(&console),
+            to,
+            done: done_tx.clone(),
+            tap,
+            lost: lost.clone(),
+        };
         if let Some(out) = child.stdout.take() {
             pumps += 1;
             let tap = self.stream.map(|f| Tap::new(f, task.recorder()));
-            pump(
-                out,
-                task.recorder(),
-                &console,
-                Stream::Stdout,
-                done_tx.clone(),
-                tap,
-            );
+            if let Err(e) = pump(Stream::Stdout, tap).spawn(out) {
+                let why = format!("cannot copy the command's stdout: {e}");
+                return fail_closed(&mut child, &task, &guard, &console, terminal, &why);
+            }
         }
         if let Some(err) = child.stderr.take() {
             pumps += 1;
-            pump(
-                err,
-                task.recorder(),
-                &console,
-                Stream::Stderr,
-                done_tx.clone(),
-                None,
-            );
+            if let Err(e) = pump(Stream::Stderr, None).spawn(err) {
+                let why = format!("cannot copy the command's stderr: {e}");
+                return fail_closed(&mut child, &task, &guard, &console, terminal, &why);
+            }
         }
         drop(done_tx);
 
         let (exit_tx, exit_rx) = tokio::sync::oneshot::channel::<io::Result<ExitStatus>>();
         // R2.8, R8.1: stops and continues of the command reach the loop too.
         let (jobs_tx, mut jobs_rx) = tokio::sync::mpsc::unbounded_channel();
-        drop(child);
-        let waiter = std::thread::Builder::new()
-            .name("stallguard-wait".into())
-            .spawn(move || {
-                let _ = exit_tx.send(super::jobs::wait(pid, &jobs_tx));
-            });
+        let waiter = if super::failpoint("waiter") {
+            Err(io::Error::from_raw_os_error(libc::EAGAIN))
+        } else {
+            std::thread::Builder::new()
+                .name("stallguard-wait".into())
+                .spawn(move || {
+                    let _ = exit_tx.send(super::jobs::wait(pid, &jobs_tx));
+                })
+        };
         if let Err(e) = waiter {
-            eprintln!("stallguard: cannot wait for the command: {e}");
-            return EXIT_ERROR;
+            let why = format!("cannot wait for the command: {e}");
+            return fail_closed(&mut child, &task, &guard, &console, terminal, &why);
         }
+        // The waiter reaps it from now on.
+        drop(child);
 
         let status = runtime.block_on(async {
             let mut exit_rx = exit_rx;
@@ -330,8 +330,7 @@ impl Run {
             loop {
                 tokio::select! {
                     status = &mut exit_rx => break status,
-                    _ = sigint.recv() => forward(pid, nix::sys::signal::Signal::SIGINT),
-                    _ = sigterm.recv() => forward(pid, nix::sys::signal::Signal::SIGTERM),
+                    sig = incoming.recv() => signals::forward(pid, sig),
                     Some(job) = jobs_rx.recv() => {
                         if let super::jobs::Job::Stopped(sig) = job {
                             let from = Instant::now();
@@ -359,31 +358,47 @@ impl Run {
                 }
             }
         });
+        // R8.8: the command's exit ends the judging. Paused, the task takes
+        // no verdict while stallguard waits for pipes and leftovers; a cancel
+        // dispatched before this point has set the flag by now.
+        let _ = task.pause();
+        let stopped = stop.stopped();
         // Ours again before stallguard writes its last lines.
         drop(terminal);
 
         // R8.5, R8.6, R10.2: a bounded wait for the pipes, leaks named,
-        // then nothing the command started outlives it unless kept.
-        Aftermath {
-            done: done_rx,
-            pumps,
-            inodes,
-            leak_timeout: self.leak_timeout,
-            on_leftover: self.on_leftover,
-            pgid: pid,
-            grace: self.profile.grace_period,
-            stopped: stop.stopped(),
-            console: &console,
-            task: &task,
-        }
-        .settle();
+        // then nothing the command started outlives it unless kept; a
+        // signal ends the waits (R8.9).
+        runtime.block_on(
+            Aftermath {
+                done: done_rx,
+                pumps,
+                inodes,
+                leak_timeout: self.leak_timeout,
+                on_leftover: self.on_leftover,
+                pgid: pid,
+                grace: self.profile.grace_period,
+                stopped,
+                console: &console,
+                task: &task,
+                interrupted: false,
+            }
+            .settle(&mut incoming),
+        );
         super::logging::notify_summary(_notify_socket.as_ref());
         console.clear_status();
 
         let code = match status {
             Ok(Ok(status)) => {
-                let stopped = stop.stopped();
-                let (outcome, code) = settle(status, stopped);
+                let (mut outcome, mut code) = settle(status, stopped);
+                // R8.10: never 0 after output was lost; a command that died
+                // of the SIGPIPE our closing caused failed to write, as GNU
+                // tools report it: 1.
+                let broke = status.signal() == Some(libc::SIGPIPE);
+                if lost.lost() && (code == 0 || broke) {
+                    console.line("stallguard: exiting 1: some of the command's output was lost");
+                    (outcome, code) = (Outcome::Failed, EXIT_OUTPUT_LOST);
+                }
                 let _ = task.finish(outcome, status.code(), status.signal());
                 code
             }
@@ -430,64 +445,31 @@ fn sample_interval(p: &Profile) -> Duration {
     (shortest / 2).clamp(Duration::from_secs(1), Duration::from_secs(15))
 }
 
-/// Forwards a signal stallguard received to the command's process group,
-/// then continues the group: a stopped command (Ctrl-Z, `kill -STOP`)
-/// still acts on SIGINT/SIGTERM and ends the run (R8.1).
-fn forward(pgid: u32, sig: nix::sys::signal::Signal) {
-    let group = nix::unistd::Pid::from_raw(pgid as i32);
-    let _ = nix::sys::signal::killpg(group, sig);
-    if sig != nix::sys::signal::Signal::SIGKILL {
-        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGCONT);
+/// Stops the command when stallguard cannot go on watching it (a pump or
+/// the waiter could not be had, R8.9): a `cancelling` event with the
+/// reason, SIGKILL to its group and to whatever escaped it, the command
+/// reaped, `finished` as cancelled. Returns 124: stallguard stopped it.
+fn fail_closed(
+    child: &mut std::process::Child,
+    task: &TaskHandle,
+    guard: &Guard,
+    console: &Console,
+    terminal: Option<Terminal>,
+    why: &str,
+) -> u8 {
+    console.line(&format!("stallguard: {why}; stopping the command"));
+    let _ = task.cancel(why);
+    signals::forward(child.id(), libc::SIGKILL);
+    let _ = reaper::stop_all(Duration::ZERO, Duration::from_secs(2));
+    let status = child.wait();
+    drop(terminal);
+    let signal = status.as_ref().ok().and_then(ExitStatus::signal);
+    let code = status.as_ref().ok().and_then(ExitStatus::code);
+    let _ = task.finish(Outcome::Cancelled, code, signal);
+    if !guard.flush(FLUSH_BOUND) {
+        console.line("stallguard: some event sinks did not finish writing");
     }
-}
-
-/// Copies one of the command's streams to ours on a thread of its own,
-/// unchanged and flushed per read; each read is an `output` signal (R5.1).
-/// With a `tap` (R5.10), each read is then also parsed as agent events.
-fn pump(
-    from: impl Read + Send + 'static,
-    recorder: Recorder,
-    console: &Arc<Console>,
-    to: Stream,
-    done: mpsc::Sender<()>,
-    mut tap: Option<Tap>,
-) {
-    let console = Arc::clone(console);
-    let spawned = std::thread::Builder::new()
-        .name(format!("stallguard-{to:?}").to_lowercase())
-        .spawn(move || {
-            let mut reader = CountingReader::new(from, recorder);
-            let mut buf = vec![0u8; 64 * 1024];
-            let mut writable = true;
-            loop {
-                match reader.read(&mut buf) {
-                    Ok(0) => break,
-                    // If our own stream is closed, keep draining the
-                    // command's so it never blocks on a full pipe.
-                    Ok(n) => {
-                        if writable {
-                            writable = console.command_output(to, &buf[..n]).is_ok();
-                        }
-                        if let Some(tap) = &mut tap {
-                            tap.feed(&buf[..n]);
-                        }
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(_) => break,
-                }
-            }
-            if let Some(tap) = &mut tap {
-                tap.finish();
-            }
-            let _ = done.send(());
-        });
-    if let Err(e) = spawned {
-        console_error(&e);
-    }
-}
-
-fn console_error(e: &io::Error) {
-    eprintln!("stallguard: cannot copy the command's output: {e}");
+    EXIT_STOPPED
 }
 
 /// Names the task after the command's file name (`sh`, `cargo`).
@@ -506,7 +488,7 @@ struct NotifyPlace {
 }
 
 impl NotifyPlace {
-    fn create() -> Option<NotifyPlace> {
+    fn create() -> Result<NotifyPlace, String> {
         let base = std::env::temp_dir();
         for attempt in 0..16u32 {
             let nanos = std::time::SystemTime::now()
@@ -519,13 +501,18 @@ impl NotifyPlace {
             match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
                 Ok(()) => {
                     let path = dir.join("notify.sock");
-                    return Some(NotifyPlace { dir, path });
+                    return Ok(NotifyPlace { dir, path });
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(_) => return None,
+                Err(e) => {
+                    return Err(format!(
+                        "cannot create a directory in {} (TMPDIR): {e}",
+                        base.display()
+                    ))
+                }
             }
         }
-        None
+        Err(format!("no free directory name in {}", base.display()))
     }
 }
 
