@@ -26,11 +26,9 @@ impl InputWait {
     /// resumes (and records the pause for the status line) when it stops.
     pub(crate) fn look(&mut self, waiting: bool, task: &TaskHandle, pauses: &mut Pauses) {
         match (waiting, self.since) {
-            (true, None) => {
-                if task.pause().is_ok() {
-                    task.set_step(STEP);
-                    self.since = Some(Instant::now());
-                }
+            (true, None) if task.pause().is_ok() => {
+                task.set_step(STEP);
+                self.since = Some(Instant::now());
             }
             (false, Some(from)) => {
                 let _ = task.resume();

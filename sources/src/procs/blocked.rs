@@ -425,8 +425,8 @@ impl<'a> Inspector<'a> {
         if link.starts_with("pipe:[") {
             return "a pipe".into();
         }
-        if link.starts_with("anon_inode:") {
-            return format!("an anon {}", &link["anon_inode:".len()..]);
+        if let Some(kind) = link.strip_prefix("anon_inode:") {
+            return format!("an anon {kind}");
         }
         if link.starts_with("/dev/pts/") || link.starts_with("/dev/tty") || link == "/dev/console" {
             return format!("the terminal {link}");
