@@ -12,7 +12,7 @@ use watchdog_core::{ChildInfo, ChildProbe, Recorder, SignalKind};
 use super::{ProcTable, ProcsError, MAX_INTERVAL, MIN_INTERVAL};
 
 /// Samples the descendants of `root_pid` once from the system's `/proc`:
-/// up to [`MAX_CHILDREN`], eldest first, with no CPU deltas (there is no
+/// up to [`MAX_CHILDREN`](super::MAX_CHILDREN), eldest first, with no CPU deltas (there is no
 /// previous sample). Keep a [`ProcTable`] to sample repeatedly.
 ///
 /// # Examples
