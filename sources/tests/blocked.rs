@@ -184,7 +184,7 @@ fn a_flock_waiter_names_the_locked_file() {
     );
     let mut g = Group::sh(&format!("echo ready; exec flock {} true", path.display()));
     g.ready();
-    let flock = blocked(g.pid(), "flock", "lock");
+    let flock = blocked(g.pid(), "flock", "(flock)");
     assert_eq!(
         flock.blocked_on.unwrap(),
         format!("waiting for a lock (flock) on the file {}", path.display())
@@ -307,7 +307,7 @@ fn names_from_the_file_system_are_escaped() {
         &[path.to_str().unwrap(), "sh", "-c", "true"],
         Stdio::null(),
     );
-    let flock = blocked(g.pid(), "flock", "lock");
+    let flock = blocked(g.pid(), "flock", "(flock)");
     let text = flock.blocked_on.unwrap();
     assert!(!text.contains('\x1b'), "{text:?}");
     assert!(text.ends_with("evil\\u{1b}[2J"), "{text:?}");

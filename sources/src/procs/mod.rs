@@ -26,9 +26,11 @@ pub mod blocked;
 pub mod net;
 mod sampler;
 mod stat;
+mod syscall;
 
 pub use sampler::{check_interval, sample_once, ProcessSampler, SampledChildren};
 pub use stat::{parse_btime, state_from_code, ProcStat, StatError};
+use stat::{read_btime_ms, stat_path, ticks_per_second};
 
 /// The sampling interval when none is given (R5.5).
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(15);
@@ -577,36 +579,4 @@ impl ProcTable {
         let text = std::str::from_utf8(&self.buf[..bytes]).ok()?.trim();
         (!text.is_empty() && text != "0").then(|| text.to_owned())
     }
-}
-
-/// Writes `{pid}{suffix}\0` into `buf` without allocating.
-fn stat_path<'a>(buf: &'a mut [u8; 24], pid: u32, suffix: &[u8]) -> &'a CStr {
-    let mut digits = [0u8; 10];
-    let mut n = pid;
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    let digits = &digits[i..];
-    let end = digits.len() + suffix.len();
-    buf[..digits.len()].copy_from_slice(digits);
-    buf[digits.len()..end].copy_from_slice(suffix);
-    buf[end] = 0;
-    CStr::from_bytes_with_nul(&buf[..=end]).expect("one NUL, at the end")
-}
-
-fn read_btime_ms(root: &Path) -> Option<u64> {
-    let text = std::fs::read_to_string(root.join("stat")).ok()?;
-    parse_btime(&text).map(|s| s.saturating_mul(1000))
-}
-
-fn ticks_per_second() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    u64::try_from(t).ok().filter(|&t| t > 0).unwrap_or(100)
 }

@@ -1,5 +1,8 @@
 //! Parsing `/proc/[pid]/stat` lines and `/proc/stat`'s boot time (R5.5).
 
+use std::ffi::CStr;
+use std::path::Path;
+
 use watchdog_core::ProcState;
 
 /// Why a `/proc/[pid]/stat` line could not be parsed.
@@ -176,4 +179,36 @@ pub fn parse_btime(proc_stat: &str) -> Option<u64> {
         .lines()
         .find_map(|l| l.strip_prefix("btime "))
         .and_then(|v| v.trim().parse().ok())
+}
+
+/// Writes `{pid}{suffix}\0` into `buf` without allocating.
+pub(super) fn stat_path<'a>(buf: &'a mut [u8; 24], pid: u32, suffix: &[u8]) -> &'a CStr {
+    let mut digits = [0u8; 10];
+    let mut n = pid;
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let digits = &digits[i..];
+    let end = digits.len() + suffix.len();
+    buf[..digits.len()].copy_from_slice(digits);
+    buf[digits.len()..end].copy_from_slice(suffix);
+    buf[end] = 0;
+    CStr::from_bytes_with_nul(&buf[..=end]).expect("one NUL, at the end")
+}
+
+pub(super) fn read_btime_ms(root: &Path) -> Option<u64> {
+    let text = std::fs::read_to_string(root.join("stat")).ok()?;
+    parse_btime(&text).map(|s| s.saturating_mul(1000))
+}
+
+pub(super) fn ticks_per_second() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    u64::try_from(t).ok().filter(|&t| t > 0).unwrap_or(100)
 }
