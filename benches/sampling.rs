@@ -28,6 +28,20 @@ fn sampling(c: &mut Criterion) {
     g.bench_function("stallguard_proc_table_reused", |b| {
         b.iter(|| black_box(table.sample(root).expect("sample")))
     });
+    // R8.13: the same sample without the blocking points (what a sample
+    // cost before them), and the verdict's look, which asks every process.
+    let mut bare = procs::ProcTable::new().without_blocked_on();
+    g.bench_function("stallguard_proc_table_reused_without_blocked_on", |b| {
+        b.iter(|| black_box(bare.sample(root).expect("sample")))
+    });
+    let mut verdict = procs::ProcTable::new();
+    g.bench_function("stallguard_verdict_peek_with_blocked_on", |b| {
+        b.iter(|| black_box(verdict.peek(root).expect("sample")))
+    });
+    let mut verdict_bare = procs::ProcTable::new().without_blocked_on();
+    g.bench_function("stallguard_verdict_peek_without_blocked_on", |b| {
+        b.iter(|| black_box(verdict_bare.peek(root).expect("sample")))
+    });
     // A kernel without children lists: the table is walked.
     let mut walking = procs::ProcTable::new().walk_only();
     g.bench_function("stallguard_proc_table_walk_only_reused", |b| {

@@ -477,3 +477,47 @@ fn an_approval_prompt_in_node_works_under_stallguard() {
     );
     assert_eq!(code, Some(0), "{screen:?}");
 }
+
+// R8.13: a prompt nobody answers is a stall whose line says the command
+// waits for input on the terminal (the default, on-input-wait = stall).
+#[test]
+fn an_unanswered_prompt_stalls_naming_the_terminal_read() {
+    let cmd = format!(
+        "{} run --idle 2s -- sh -c 'echo as\"\"k; read x; echo g\"\"ot-$x'",
+        env!("CARGO_BIN_EXE_stallguard")
+    );
+    let Some((code, screen)) = on_a_pty(&cmd, &[("budget", b"", Duration::ZERO)]) else {
+        return;
+    };
+    assert_eq!(code, Some(124), "{screen:?}");
+    assert!(
+        screen.contains(": waiting for input: reading the terminal /dev/pts/"),
+        "{screen:?}"
+    );
+}
+
+// R8.13, R2.8: with on-input-wait = pause, a prompt held past the idle
+// budget is no stall; once answered, the budget runs again and the silence
+// after it is judged.
+#[test]
+fn on_input_wait_pause_holds_a_prompt_then_the_budget_resumes() {
+    let cmd = format!(
+        "{} run --idle 2s --on-input-wait pause -- sh -c 'echo as\"\"k; read x; echo g\"\"ot-$x; sleep 30'",
+        env!("CARGO_BIN_EXE_stallguard")
+    );
+    // The answer comes 5 s after the prompt: past the 2 s budget.
+    let Some((code, screen)) = on_a_pty(&cmd, &[("ask", b"yes\n", Duration::from_secs(5))]) else {
+        return;
+    };
+    let got = screen.find("got-yes").expect("the answer was read");
+    assert!(
+        !screen[..got].contains("budget"),
+        "a stall while the prompt waited: {screen:?}"
+    );
+    assert!(
+        screen[got..].contains("idle budget 2s exceeded"),
+        "the budget did not resume after the answer: {screen:?}"
+    );
+    assert!(screen[got..].contains("sleeping (nanosleep)"), "{screen:?}");
+    assert_eq!(code, Some(124), "{screen:?}");
+}

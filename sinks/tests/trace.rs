@@ -318,6 +318,7 @@ impl watchdog_core::ChildProbe for WedgedGrep {
             name: "grep".into(),
             state: watchdog_core::ProcState::DiskWait,
             wchan: Some("io_schedule".into()),
+            blocked_on: None,
             started_unix_ms: None,
             cpu_ms: 3,
             cpu_delta_ms: Some(0),

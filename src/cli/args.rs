@@ -148,6 +148,13 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "WHAT")]
     pub(crate) on_leftover: Option<OnLeftover>,
 
+    /// While the command waits for what the user types on the terminal:
+    /// "stall" (the wait is silence like any other) or "pause" (every
+    /// budget pauses, as for Ctrl-Z, until it reads) [default: stall, or
+    /// the config's `on-input-wait`].
+    #[arg(long, value_name = "WHAT")]
+    pub(crate) on_input_wait: Option<OnInputWait>,
+
     /// The command to run, and its arguments (after `--`).
     #[arg(required = true, trailing_var_arg = true, value_name = "CMD")]
     pub(crate) command: Vec<std::ffi::OsString>,
@@ -168,6 +175,25 @@ impl From<OnLeftover> for stallguard::config::OnLeftover {
         match o {
             OnLeftover::Kill => stallguard::config::OnLeftover::Kill,
             OnLeftover::Keep => stallguard::config::OnLeftover::Keep,
+        }
+    }
+}
+
+/// What `run` does while the command waits for input (R8.13).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum OnInputWait {
+    /// Budgets keep running.
+    #[default]
+    Stall,
+    /// Budgets pause until the command reads.
+    Pause,
+}
+
+impl From<OnInputWait> for stallguard::config::OnInputWait {
+    fn from(o: OnInputWait) -> Self {
+        match o {
+            OnInputWait::Stall => stallguard::config::OnInputWait::Stall,
+            OnInputWait::Pause => stallguard::config::OnInputWait::Pause,
         }
     }
 }

@@ -148,6 +148,7 @@ fn value(p: &Profile, r: &RunOptions, key: &str) -> String {
         "notify-only" => p.notify_only.to_string(),
         "leak-timeout" => d(Some(r.leak_timeout)),
         "on-leftover" => r.on_leftover.as_str().into(),
+        "on-input-wait" => r.on_input_wait.as_str().into(),
         _ => String::new(),
     }
 }

@@ -192,15 +192,17 @@ pub(crate) fn details(t: &Value) -> String {
             let (zombies, live): (Vec<&Value>, Vec<&Value>) =
                 children.iter().partition(|c| c["state"] == "zombie");
             for c in live {
-                field(
-                    "child",
-                    format!(
-                        "{}[{}] {}",
-                        text(&c["name"]),
-                        text(&c["pid"]),
-                        text(&c["state"])
-                    ),
+                let mut line = format!(
+                    "{}[{}] {}",
+                    text(&c["name"]),
+                    text(&c["pid"]),
+                    text(&c["state"])
                 );
+                // R8.13: what it is blocked on (escaped at the source).
+                if let Some(b) = c["blocked_on"].as_str() {
+                    line.push_str(&format!(": {b}"));
+                }
+                field("child", line);
             }
             if !zombies.is_empty() {
                 let names: Vec<String> = zombies

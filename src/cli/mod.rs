@@ -7,6 +7,7 @@ pub(crate) mod check;
 pub(crate) mod console;
 pub(crate) mod control;
 pub(crate) mod exec;
+pub(crate) mod input_wait;
 pub(crate) mod inputs;
 pub(crate) mod jobs;
 pub(crate) mod leaks;

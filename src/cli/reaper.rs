@@ -379,7 +379,17 @@ impl WithEscaped {
 
 impl ChildProbe for WithEscaped {
     fn children(&self) -> Option<Vec<ChildInfo>> {
-        let tree = self.tree.children();
+        self.merge(self.tree.children())
+    }
+
+    /// R8.13: a fresh look at the command and its tree, plus the escaped.
+    fn verdict_children(&self) -> Option<Vec<ChildInfo>> {
+        self.merge(self.tree.verdict_children())
+    }
+}
+
+impl WithEscaped {
+    fn merge(&self, tree: Option<Vec<ChildInfo>>) -> Option<Vec<ChildInfo>> {
         let Some(all) = self.ours.children() else {
             return tree;
         };

@@ -171,11 +171,11 @@ fn step_clause(step: Option<&str>) -> String {
     }
 }
 
-/// Renders suspect children as `grep[1234] D (io_schedule)`.
+/// Renders suspect children as `grep[1234] D (io_schedule)`, then what
+/// each is blocked on (R8.13).
 fn suspects(children: &[ChildInfo]) -> String {
-    let named: Vec<String> = children
+    let named: Vec<String> = ChildInfo::suspects(children.to_vec())
         .iter()
-        .filter(|c| c.is_suspect())
         .map(|c| {
             let state = match c.state {
                 ProcState::Running => "R",
@@ -192,13 +192,16 @@ fn suspects(children: &[ChildInfo]) -> String {
             if c.cpu_delta_ms == Some(0) {
                 s.push_str(" no cpu");
             }
+            if let Some(b) = &c.blocked_on {
+                s.push_str(&format!(": {b}"));
+            }
             s
         })
         .collect();
     if named.is_empty() {
         "none".into()
     } else {
-        named.join(", ")
+        named.join("; ")
     }
 }
 
@@ -330,6 +333,7 @@ mod tests {
             name: "grep".into(),
             state: ProcState::DiskWait,
             wchan: Some("io_schedule".into()),
+            blocked_on: None,
             started_unix_ms: None,
             cpu_ms: 3,
             cpu_delta_ms: None,
@@ -339,6 +343,7 @@ mod tests {
             name: "cc".into(),
             state: ProcState::Running,
             wchan: None,
+            blocked_on: None,
             started_unix_ms: None,
             cpu_ms: 900,
             cpu_delta_ms: Some(400),

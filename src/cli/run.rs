@@ -69,6 +69,8 @@ struct Run {
     stream: Option<stallguard::sources::agent::Format>,
     leak_timeout: Duration,
     on_leftover: OnLeftover,
+    /// R8.13: pause the budgets while the command waits for input.
+    on_input_wait: stallguard::config::OnInputWait,
 }
 
 impl Run {
@@ -117,6 +119,7 @@ impl Run {
             on_leftover: args
                 .on_leftover
                 .map_or(options.on_leftover, OnLeftover::from),
+            on_input_wait: args.on_input_wait.map_or(options.on_input_wait, Into::into),
         })
     }
 
@@ -317,6 +320,13 @@ impl Run {
             let mut tick = tokio::time::interval(STATUS_EVERY);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
             let mut pauses = Pauses::default();
+            // R8.13: with on-input-wait = pause, budgets pause while the
+            // command's foreground process reads the terminal.
+            let watch_input = self.on_input_wait == stallguard::config::OnInputWait::Pause
+                && terminal.is_some();
+            let mut input = super::input_wait::InputWait::default();
+            let mut look = tokio::time::interval(super::input_wait::EVERY);
+            look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
             loop {
                 tokio::select! {
                     status = &mut exit_rx => break status,
@@ -327,6 +337,11 @@ impl Run {
                             if super::jobs::suspend(sig, pid, &task, terminal.as_ref(), &|l| console.line(l)) {
                                 pauses.add(from, Instant::now());
                             }
+                        }
+                    }
+                    _ = look.tick(), if watch_input => {
+                        if let Some(t) = terminal.as_ref() {
+                            input.look(t.foreground_waits_for_input(), &task, &mut pauses);
                         }
                     }
                     _ = tick.tick(), if console.has_status_line() => {

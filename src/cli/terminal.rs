@@ -103,18 +103,31 @@ impl Terminal {
         if fg <= 0 || !canonical() {
             return false;
         }
-        let Some(tty) = device() else {
-            return false;
-        };
+        self.foreground_input(fg) == Some(false)
+    }
+
+    /// Whether a process of the terminal's foreground group (not
+    /// stallguard's) waits for input from the terminal (R8.13, typing.rs).
+    pub(crate) fn foreground_waits_for_input(&self) -> bool {
+        // SAFETY: tcgetpgrp only reads the terminal's state.
+        let fg = unsafe { libc::tcgetpgrp(TTY) };
+        fg != self.ours && fg > 0 && self.foreground_input(fg) == Some(true)
+    }
+
+    /// Whether a process of group `fg` waits for input from the terminal;
+    /// `None` when that cannot be told (no device, no such group).
+    fn foreground_input(&self, fg: libc::pid_t) -> Option<bool> {
+        let tty = device()?;
         let group: Vec<u32> = super::reaper::our_tree(None)
             .into_iter()
             .filter(|p| i64::from(p.pgid) == i64::from(fg))
             .map(|p| p.pid)
             .collect();
-        !group.is_empty()
-            && !group
+        (!group.is_empty()).then(|| {
+            group
                 .iter()
                 .any(|&pid| super::typing::waits_on_terminal(pid, tty))
+        })
     }
 }
 

@@ -15,84 +15,12 @@
 use std::fs;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 
+// The one parser of `/proc/PID/syscall` (R8.13) lives with the sampler.
+use stallguard::sources::procs::blocked::{classify, epoll_targets, Blocked, Wait};
+
 /// `/dev/tty`, the alias of every process's controlling terminal
 /// (character device 5, 0), which `getpass` and `ssh` open to prompt.
 const DEV_TTY: u64 = 5 << 8;
-
-/// What a process is doing, from `/proc/PID/syscall`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Blocked {
-    /// On a CPU, or blocked outside a system call.
-    Running,
-    /// Blocked in system call `nr` with these arguments.
-    In { nr: libc::c_long, args: [u64; 6] },
-}
-
-impl Blocked {
-    /// Parses `/proc/PID/syscall`: `running`, `-1 SP PC`, or
-    /// `NR ARG1..ARG6 SP PC` (arguments in hex); `None` for anything else.
-    pub(crate) fn parse(text: &str) -> Option<Blocked> {
-        let mut words = text.split_ascii_whitespace();
-        let first = words.next()?;
-        if first == "running" {
-            return Some(Blocked::Running);
-        }
-        let nr: libc::c_long = first.parse().ok()?;
-        if nr < 0 {
-            return Some(Blocked::Running);
-        }
-        let mut args = [0u64; 6];
-        for a in &mut args {
-            let w = words.next()?;
-            *a = u64::from_str_radix(w.strip_prefix("0x")?, 16).ok()?;
-        }
-        Some(Blocked::In { nr, args })
-    }
-}
-
-/// How a blocking system call relates to a process's descriptors.
-#[derive(Debug, PartialEq, Eq)]
-enum Wait {
-    /// Reads descriptor `fd`.
-    Reads(u64),
-    /// Waits on the descriptors registered with epoll instance `epfd`.
-    Epoll(u64),
-    /// Waits on some of the descriptors below `nfds` (`select`).
-    Below(u64),
-    /// Waits on descriptors it names in its own memory (`poll`).
-    Any,
-    /// Not a wait for input.
-    Other,
-}
-
-fn classify(nr: libc::c_long, args: &[u64; 6]) -> Wait {
-    match nr {
-        libc::SYS_read | libc::SYS_readv | libc::SYS_pread64 | libc::SYS_preadv => {
-            Wait::Reads(args[0])
-        }
-        libc::SYS_preadv2 => Wait::Reads(args[0]),
-        libc::SYS_epoll_pwait | libc::SYS_epoll_pwait2 => Wait::Epoll(args[0]),
-        libc::SYS_pselect6 => Wait::Below(args[0]),
-        libc::SYS_ppoll => Wait::Any,
-        #[cfg(target_arch = "x86_64")]
-        libc::SYS_epoll_wait => Wait::Epoll(args[0]),
-        #[cfg(target_arch = "x86_64")]
-        libc::SYS_select => Wait::Below(args[0]),
-        #[cfg(target_arch = "x86_64")]
-        libc::SYS_poll => Wait::Any,
-        _ => Wait::Other,
-    }
-}
-
-/// The descriptors an epoll instance watches, from its
-/// `/proc/PID/fdinfo/EPFD` (`tfd: N events: ...` lines).
-pub(crate) fn epoll_targets(fdinfo: &str) -> Vec<u64> {
-    fdinfo
-        .lines()
-        .filter_map(|l| l.strip_prefix("tfd:"))
-        .filter_map(|rest| rest.split_ascii_whitespace().next()?.parse().ok())
-        .collect()
-}
 
 /// Whether process `pid`'s descriptor `fd` is the terminal `tty` (its
 /// device number) or `/dev/tty`.
@@ -171,45 +99,6 @@ fn thread_waits_on_terminal(pid: u32, path: &str, tty: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_the_three_shapes_of_proc_syscall() {
-        assert_eq!(Blocked::parse("running\n"), Some(Blocked::Running));
-        assert_eq!(
-            Blocked::parse("-1 0x7ffd5e1c8a28 0x7f3a\n"),
-            Some(Blocked::Running)
-        );
-        assert_eq!(
-            Blocked::parse("0 0x0 0x55d0 0x2000 0x0 0x0 0x0 0x7ffd 0x7f3a\n"),
-            Some(Blocked::In {
-                nr: 0,
-                args: [0, 0x55d0, 0x2000, 0, 0, 0]
-            })
-        );
-        assert_eq!(Blocked::parse(""), None);
-        assert_eq!(Blocked::parse("0 0x0 0x1"), None, "too few arguments");
-        assert_eq!(Blocked::parse("7 zz 0 0 0 0 0"), None, "not hex");
-    }
-
-    #[test]
-    fn epoll_fdinfo_names_its_targets() {
-        let info = "pos:\t0\nflags:\t02000002\nmnt_id:\t15\nino:\t1057\n\
-                    tfd:        0 events:       19 data:                0  pos:0 ino:3 sdev:18\n\
-                    tfd:        7 events:       19 data:                7  pos:0 ino:9 sdev:d\n";
-        assert_eq!(epoll_targets(info), vec![0, 7]);
-        assert!(epoll_targets("pos:\t0\n").is_empty());
-    }
-
-    #[test]
-    fn reads_and_waits_are_told_apart() {
-        let args = [3, 0, 0, 0, 0, 0];
-        assert_eq!(classify(libc::SYS_read, &args), Wait::Reads(3));
-        assert_eq!(classify(libc::SYS_epoll_pwait, &args), Wait::Epoll(3));
-        assert_eq!(classify(libc::SYS_pselect6, &args), Wait::Below(3));
-        assert_eq!(classify(libc::SYS_ppoll, &args), Wait::Any);
-        assert_eq!(classify(libc::SYS_wait4, &args), Wait::Other);
-        assert_eq!(classify(libc::SYS_nanosleep, &args), Wait::Other);
-    }
 
     // A real process blocked reading a pipe waits, but not on a terminal;
     // a process that is gone waits on nothing.

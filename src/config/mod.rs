@@ -292,6 +292,9 @@ pub struct RunOptions {
     pub leak_timeout: std::time::Duration,
     /// What to do with the command's tree left running after it ended.
     pub on_leftover: OnLeftover,
+    /// Whether budgets pause while the command waits for input on the
+    /// terminal (R8.13); `stall` by default.
+    pub on_input_wait: OnInputWait,
 }
 
 impl Default for RunOptions {
@@ -299,6 +302,41 @@ impl Default for RunOptions {
         RunOptions {
             leak_timeout: std::time::Duration::from_secs(1),
             on_leftover: OnLeftover::Kill,
+            on_input_wait: OnInputWait::Stall,
+        }
+    }
+}
+
+/// What `run` does while the command's foreground process waits for what
+/// the user types on the terminal (R8.13): `stall` (the default: the wait is
+/// silence like any other) or `pause` (every budget pauses, as for Ctrl-Z,
+/// R2.8, until it reads).
+///
+/// # Examples
+///
+/// ```
+/// use stallguard::config::{Config, OnInputWait};
+/// assert_eq!(OnInputWait::default(), OnInputWait::Stall);
+/// let config = Config::from_str("[defaults]\non-input-wait = \"pause\"\n", "x.toml").unwrap();
+/// assert_eq!(config.run_options(None).unwrap().on_input_wait, OnInputWait::Pause);
+/// assert_eq!(OnInputWait::Pause.as_str(), "pause");
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnInputWait {
+    /// Budgets keep running (the default).
+    #[default]
+    Stall,
+    /// Budgets pause while the command waits for input.
+    Pause,
+}
+
+impl OnInputWait {
+    /// Returns the value as written in a config (`stall`, `pause`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            OnInputWait::Stall => "stall",
+            OnInputWait::Pause => "pause",
         }
     }
 }

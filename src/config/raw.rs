@@ -9,7 +9,7 @@ use toml::Spanned;
 use watchdog_core::Profile;
 
 use super::elements::{RenewedBy, Span, StreamKey, Strikes, Switch};
-use super::{OnLeftover, RunOptions};
+use super::{OnInputWait, OnLeftover, RunOptions};
 
 /// The top-level tables a config file may hold.
 pub(crate) const TOP_KEYS: &[&str] = &["defaults", "profile"];
@@ -31,6 +31,7 @@ pub(crate) const PROFILE_KEYS: &[&str] = &[
     "stream",
     "leak-timeout",
     "on-leftover",
+    "on-input-wait",
 ];
 
 /// A whole config file.
@@ -62,6 +63,7 @@ pub(crate) struct RawProfile {
     stream: Option<Spanned<StreamKey>>,
     leak_timeout: Option<Spanned<Span>>,
     on_leftover: Option<Spanned<OnLeftover>>,
+    on_input_wait: Option<Spanned<OnInputWait>>,
 }
 
 impl RawProfile {
@@ -103,6 +105,9 @@ impl RawProfile {
         if let Some(v) = &self.on_leftover {
             r.on_leftover = *v.get_ref();
         }
+        if let Some(v) = &self.on_input_wait {
+            r.on_input_wait = *v.get_ref();
+        }
     }
 
     /// Returns where this table sets `key` (kebab-case), if it does.
@@ -126,6 +131,7 @@ impl RawProfile {
             "stream" => sp(&self.stream),
             "leak-timeout" => sp(&self.leak_timeout),
             "on-leftover" => sp(&self.on_leftover),
+            "on-input-wait" => sp(&self.on_input_wait),
             _ => None,
         }
     }

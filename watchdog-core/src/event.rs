@@ -117,6 +117,12 @@ pub struct ChildInfo {
     /// The kernel function it is blocked in, where the OS says (Linux `wchan`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wchan: Option<String>,
+    /// What it is blocked on, in words (R8.13): the terminal ("waiting for
+    /// input"), a pipe and who holds its other end, a file, a TCP peer and
+    /// the connection's state, a child, a lock; absent when unknown.
+    /// Terminal-safe: control characters are escaped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocked_on: Option<String>,
     /// Start time, Unix milliseconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub started_unix_ms: Option<u64>,
@@ -136,12 +142,39 @@ impl ChildInfo {
     /// ```
     /// use watchdog_core::{ChildInfo, ProcState};
     /// let grep = ChildInfo { pid: 7, name: "grep".into(), state: ProcState::DiskWait,
-    ///     wchan: Some("io_schedule".into()), started_unix_ms: None, cpu_ms: 3, cpu_delta_ms: None };
+    ///     wchan: Some("io_schedule".into()), blocked_on: None, started_unix_ms: None, cpu_ms: 3,
+    ///     cpu_delta_ms: None };
     /// assert!(grep.is_suspect());
     /// ```
     pub fn is_suspect(&self) -> bool {
         self.state == ProcState::DiskWait
             || (self.cpu_delta_ms == Some(0) && self.state != ProcState::Zombie)
+    }
+
+    /// Keeps the processes a stall names (R3.1, R8.13): the suspects, or,
+    /// when none is one (a first sample, a busy process), every process
+    /// still alive, so a stall never says "none" while the task lives.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use watchdog_core::{ChildInfo, ProcState};
+    /// let p = |pid, state, delta| ChildInfo { pid, name: "p".into(), state, wchan: None,
+    ///     blocked_on: None, started_unix_ms: None, cpu_ms: 0, cpu_delta_ms: delta };
+    /// let kept = ChildInfo::suspects(vec![p(1, ProcState::Sleeping, Some(0)), p(2, ProcState::Running, Some(9))]);
+    /// assert_eq!(kept.iter().map(|c| c.pid).collect::<Vec<_>>(), [1]);
+    /// let kept = ChildInfo::suspects(vec![p(2, ProcState::Running, Some(9)), p(3, ProcState::Zombie, None)]);
+    /// assert_eq!(kept.iter().map(|c| c.pid).collect::<Vec<_>>(), [2]);
+    /// ```
+    pub fn suspects(children: Vec<ChildInfo>) -> Vec<ChildInfo> {
+        if children.iter().any(ChildInfo::is_suspect) {
+            children.into_iter().filter(ChildInfo::is_suspect).collect()
+        } else {
+            children
+                .into_iter()
+                .filter(|c| c.state != ProcState::Zombie)
+                .collect()
+        }
     }
 }
 

@@ -49,6 +49,15 @@ use crate::status::{
 pub trait ChildProbe: Send + Sync + std::fmt::Debug + 'static {
     /// Returns the last sample, eldest first, or `None` when unknown.
     fn children(&self) -> Option<Vec<ChildInfo>>;
+
+    /// Returns a fresh look at the watched process and its descendants for
+    /// a verdict (R8.13, R3.1): the process itself first, then its
+    /// descendants, each with what it is blocked on. Called once per stall,
+    /// off the status path, so it may read the process table; the default
+    /// is the cached [`ChildProbe::children`].
+    fn verdict_children(&self) -> Option<Vec<ChildInfo>> {
+        self.children()
+    }
 }
 
 /// The signal a process sink sends for a cancel action.
@@ -478,11 +487,10 @@ impl Task<'_> {
         self.cell.set_flag(STALLED, true);
         out.raised = true;
         let silent = e.saturating_since(self.cell.silent_since.get());
-        let children = self.probe().and_then(|p| p.children()).map(|c| {
-            c.into_iter()
-                .filter(ChildInfo::is_suspect)
-                .collect::<Vec<_>>()
-        });
+        let children = self
+            .probe()
+            .and_then(|p| p.verdict_children())
+            .map(ChildInfo::suspects);
         let terminate_after = self.profile.terminate_after;
         let strike = self.strikes;
         self.emit(

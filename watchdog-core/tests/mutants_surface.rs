@@ -850,6 +850,7 @@ fn suspects_are_io_blocked_or_idle_live_children() {
         name: "c".into(),
         state,
         wchan: None,
+        blocked_on: None,
         started_unix_ms: None,
         cpu_ms: 0,
         cpu_delta_ms: delta,

@@ -407,6 +407,7 @@ impl ChildProbe for FakeChildren {
             name: name.into(),
             state,
             wchan: None,
+            blocked_on: None,
             started_unix_ms: None,
             cpu_ms: 10,
             cpu_delta_ms: delta,

@@ -15,15 +15,22 @@ use std::fmt;
 use std::io;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, OnceLock};
-use std::thread::JoinHandle;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
-use parking_lot::Mutex;
-use watchdog_core::{ChildInfo, ChildProbe, ProcState, Recorder, SignalKind};
+use watchdog_core::{ChildInfo, ProcState};
+
+pub mod blocked;
+pub mod net;
+mod sampler;
+mod stat;
+mod syscall;
+
+pub use sampler::{check_interval, sample_once, ProcessSampler, SampledChildren};
+pub use stat::{parse_btime, state_from_code, ProcStat, StatError};
+use stat::{read_btime_ms, stat_path, ticks_per_second};
 
 /// The sampling interval when none is given (R5.5).
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(15);
@@ -60,174 +67,6 @@ pub enum ProcsError {
     Thread(io::Error),
 }
 
-/// Why a `/proc/[pid]/stat` line could not be parsed.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum StatError {
-    /// No `(` … `)` around the command name.
-    #[error("stat line has no command name in parentheses")]
-    NoCommand,
-    /// The pid before the command name is not a number.
-    #[error("stat line does not start with a pid")]
-    BadPid,
-    /// The line ends before field `name` (1-based position `field`).
-    #[error("stat line ends before field {field} ({name})")]
-    Missing {
-        /// The field's name in proc(5).
-        name: &'static str,
-        /// Its 1-based position in proc(5).
-        field: usize,
-    },
-    /// Field `name` is not what proc(5) says it holds.
-    #[error("stat field {field} ({name}) is not valid: `{value}`")]
-    Invalid {
-        /// The field's name in proc(5).
-        name: &'static str,
-        /// Its 1-based position in proc(5).
-        field: usize,
-        /// What was there (cut to 32 bytes).
-        value: String,
-    },
-}
-
-/// The fields of one `/proc/[pid]/stat` line that sampling uses.
-///
-/// # Examples
-///
-/// ```
-/// use stallguard_sources::procs::ProcStat;
-/// use watchdog_core::ProcState;
-///
-/// // The command name may hold spaces and parentheses: it ends at the last `)`.
-/// let line = b"4242 (my (odd) job) D 4200 4242 4200 0 -1 4194560 0 0 0 0 30 12 0 0 20 0 1 0 98765 0 0";
-/// let stat = ProcStat::parse(line).unwrap();
-/// assert_eq!((stat.pid, stat.comm.as_str(), stat.ppid), (4242, "my (odd) job", 4200));
-/// assert_eq!(stat.state, ProcState::DiskWait);
-/// assert_eq!((stat.utime, stat.stime, stat.starttime), (30, 12, 98765));
-///
-/// assert!(ProcStat::parse(b"4242 (trunc").is_err());
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ProcStat {
-    /// Field 1: process id.
-    pub pid: u32,
-    /// Field 2: executable name, at most 15 bytes as the kernel keeps it.
-    pub comm: String,
-    /// Field 3: scheduler state.
-    pub state: ProcState,
-    /// Field 4: parent process id.
-    pub ppid: u32,
-    /// Field 14: user CPU time, clock ticks.
-    pub utime: u64,
-    /// Field 15: system CPU time, clock ticks.
-    pub stime: u64,
-    /// Field 22: start time after boot, clock ticks.
-    pub starttime: u64,
-}
-
-impl ProcStat {
-    /// Parses one `/proc/[pid]/stat` line; bad input is an error naming the
-    /// field, never a panic.
-    pub fn parse(line: &[u8]) -> Result<ProcStat, StatError> {
-        let open = memchr::memchr(b'(', line).ok_or(StatError::NoCommand)?;
-        // The name is arbitrary bytes: only the last `)` can end it.
-        let close = memchr::memrchr(b')', line).ok_or(StatError::NoCommand)?;
-        if close < open {
-            return Err(StatError::NoCommand);
-        }
-        let pid = std::str::from_utf8(&line[..open])
-            .ok()
-            .and_then(|s| s.trim().parse::<u32>().ok())
-            .ok_or(StatError::BadPid)?;
-        let comm = String::from_utf8_lossy(&line[open + 1..close]).into_owned();
-        // Fields after the name, numbered from 3 as in proc(5).
-        let mut fields = line[close + 1..]
-            .split(|b| b.is_ascii_whitespace())
-            .filter(|f| !f.is_empty());
-        let mut at = 2;
-        let mut next = |name: &'static str, field: usize| -> Result<&[u8], StatError> {
-            for f in fields.by_ref() {
-                at += 1;
-                if at == field {
-                    return Ok(f);
-                }
-            }
-            Err(StatError::Missing { name, field })
-        };
-        let state = match next("state", 3)? {
-            [c] => state_from_code(*c),
-            other => return Err(invalid("state", 3, other)),
-        };
-        let ppid = number(next("ppid", 4)?, "ppid", 4)?;
-        let utime = number(next("utime", 14)?, "utime", 14)?;
-        let stime = number(next("stime", 15)?, "stime", 15)?;
-        let starttime = number(next("starttime", 22)?, "starttime", 22)?;
-        Ok(ProcStat {
-            pid,
-            comm,
-            state,
-            ppid: u32::try_from(ppid)
-                .map_err(|_| invalid("ppid", 4, ppid.to_string().as_bytes()))?,
-            utime,
-            stime,
-            starttime,
-        })
-    }
-}
-
-fn invalid(name: &'static str, field: usize, value: &[u8]) -> StatError {
-    let cut = &value[..value.len().min(32)];
-    StatError::Invalid {
-        name,
-        field,
-        value: String::from_utf8_lossy(cut).into_owned(),
-    }
-}
-
-fn number(text: &[u8], name: &'static str, field: usize) -> Result<u64, StatError> {
-    std::str::from_utf8(text)
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-        .ok_or_else(|| invalid(name, field, text))
-}
-
-/// Maps a proc(5) state letter to the state the guard reports.
-///
-/// # Examples
-///
-/// ```
-/// use stallguard_sources::procs::state_from_code;
-/// use watchdog_core::ProcState;
-/// assert_eq!(state_from_code(b'D'), ProcState::DiskWait);
-/// assert_eq!(state_from_code(b'I'), ProcState::Other);
-/// ```
-pub fn state_from_code(code: u8) -> ProcState {
-    match code {
-        b'R' => ProcState::Running,
-        b'S' => ProcState::Sleeping,
-        b'D' => ProcState::DiskWait,
-        b'Z' => ProcState::Zombie,
-        b'T' | b't' => ProcState::Stopped,
-        _ => ProcState::Other,
-    }
-}
-
-/// Parses the `btime` (boot time, Unix seconds) line of `/proc/stat`.
-///
-/// # Examples
-///
-/// ```
-/// use stallguard_sources::procs::parse_btime;
-/// assert_eq!(parse_btime("cpu  1 2 3\nbtime 1700000000\nprocesses 9\n"), Some(1_700_000_000));
-/// assert_eq!(parse_btime("cpu 1 2 3\n"), None);
-/// ```
-pub fn parse_btime(proc_stat: &str) -> Option<u64> {
-    proc_stat
-        .lines()
-        .find_map(|l| l.strip_prefix("btime "))
-        .and_then(|v| v.trim().parse().ok())
-}
-
 /// One sample of a process tree.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -236,6 +75,9 @@ pub struct TreeSample {
     pub children: Vec<ChildInfo>,
     /// How many descendants there were before the cut to [`MAX_CHILDREN`].
     pub descendants: usize,
+    /// The root itself, sampled like a child (its CPU since the previous
+    /// sample, what it is blocked on); absent when it is gone.
+    pub root: Option<ChildInfo>,
     /// CPU the whole tree (root included) used since the previous sample,
     /// counting processes that appeared since in full; absent on the first.
     pub cpu_delta_ms: Option<u64>,
@@ -289,6 +131,8 @@ pub struct ProcTable {
     dir: Option<OwnedFd>,
     /// Follow the kernel's children lists when it has them.
     follow_children: bool,
+    /// Say what suspects are blocked on (R8.13).
+    blocked_on: bool,
     buf: Vec<u8>,
 }
 
@@ -337,6 +181,7 @@ impl ProcTable {
             since_full_walk: 0,
             dir: None,
             follow_children: true,
+            blocked_on: true,
             buf: vec![0; 1024],
         }
     }
@@ -360,6 +205,24 @@ impl ProcTable {
         self
     }
 
+    /// Leaves out what each process is blocked on (R8.13): what a sample
+    /// cost before it was read, kept for comparing the two in benches.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stallguard_sources::procs::ProcTable;
+    ///
+    /// let mut table = ProcTable::new().without_blocked_on();
+    /// # #[cfg(target_os = "linux")]
+    /// assert!(table.peek(std::process::id()).unwrap().root.unwrap().blocked_on.is_none());
+    /// ```
+    #[must_use]
+    pub fn without_blocked_on(mut self) -> ProcTable {
+        self.blocked_on = false;
+        self
+    }
+
     /// Returns the clock ticks per second CPU and start times are counted in.
     pub fn ticks_per_second(&self) -> u64 {
         self.ticks
@@ -368,6 +231,31 @@ impl ProcTable {
     /// Samples the descendants of `root_pid`: up to [`MAX_CHILDREN`], eldest
     /// first. A root that no longer exists has no descendants.
     pub fn sample(&mut self, root_pid: u32) -> Result<TreeSample, ProcsError> {
+        self.sample_as(root_pid, true)
+    }
+
+    /// Samples like [`ProcTable::sample`] but keeps the CPU readings of the
+    /// previous sample, so the next one still measures from there: what a
+    /// verdict looks at (R8.13) without taking progress away from the
+    /// periodic samples (R5.11).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stallguard_sources::procs::ProcTable;
+    /// # #[cfg(target_os = "linux")] {
+    /// let mut table = ProcTable::new();
+    /// let me = std::process::id();
+    /// table.sample(me).unwrap();
+    /// let look = table.peek(me).unwrap();
+    /// assert_eq!(look.root.unwrap().pid, me); // the root is sampled too
+    /// # }
+    /// ```
+    pub fn peek(&mut self, root_pid: u32) -> Result<TreeSample, ProcsError> {
+        self.sample_as(root_pid, false)
+    }
+
+    fn sample_as(&mut self, root_pid: u32, commit: bool) -> Result<TreeSample, ProcsError> {
         if self.system && cfg!(not(target_os = "linux")) {
             return Err(ProcsError::Unsupported);
         }
@@ -410,48 +298,94 @@ impl ProcTable {
             self.outsiders.remove(&table[i].pid);
         }
 
-        let cpu_ms =
-            |p: &ProcStat| p.utime.saturating_add(p.stime).saturating_mul(1000) / self.ticks;
+        let per_second = self.ticks;
+        let ms = move |ticks: u64| ticks.saturating_mul(1000) / per_second;
+        // R5.11: a process's CPU counts the children it reaped, so a child
+        // that lived and exited between two samples is not lost.
+        let total = |p: &ProcStat| {
+            ms(p.utime
+                .saturating_add(p.stime)
+                .saturating_add(p.cutime)
+                .saturating_add(p.cstime))
+        };
         let prev = self.prev.take();
         let mut seen = HashMap::with_capacity(tree.len() + 1);
-        let mut tree_delta = 0u64;
+        let mut tree_delta = 0i128;
         for &i in tree.iter().chain(root.iter()) {
             let p = &table[i];
-            let now = cpu_ms(p);
+            let now = total(p);
             let before = prev
                 .as_ref()
                 .and_then(|m| m.get(&(p.pid, p.starttime)).copied());
-            tree_delta = tree_delta.saturating_add(now.saturating_sub(before.unwrap_or(0)));
+            tree_delta += i128::from(now.saturating_sub(before.unwrap_or(0)));
             seen.insert((p.pid, p.starttime), now);
         }
+        // What a process that is gone since had used was counted then; its
+        // reaper's children times now count it again: take it out once.
+        for (key, gone) in prev.iter().flatten() {
+            if !seen.contains_key(key) {
+                tree_delta -= i128::from(*gone);
+            }
+        }
+        let tree_delta = u64::try_from(tree_delta.max(0)).unwrap_or(u64::MAX);
 
         tree.sort_unstable_by_key(|&i| (table[i].starttime, table[i].pid));
         let descendants = tree.len();
+        // R8.13: what each kept process is blocked on, asked of the tree's
+        // processes only (pipes are matched across them).
+        let members: Vec<ProcStat> = root
+            .iter()
+            .chain(tree.iter())
+            .map(|&i| table[i].clone())
+            .collect();
         tree.truncate(MAX_CHILDREN);
         let mut children = Vec::with_capacity(tree.len());
-        for &i in &tree {
+        let mut root_info = None;
+        let (fs_root, system) = (self.root.clone(), self.system);
+        let mut inspector = blocked::Inspector::new(&fs_root, system, &members);
+        for &i in root.iter().chain(tree.iter()) {
             let p = &table[i];
             let now = seen[&(p.pid, p.starttime)];
             let before = prev
                 .as_ref()
                 .and_then(|m| m.get(&(p.pid, p.starttime)).copied());
-            children.push(ChildInfo {
+            let wchan = self.read_wchan(p.pid);
+            let cpu_delta_ms = before.map(|b| now.saturating_sub(b));
+            // A periodic sample asks only of the suspects (R5.5's rule); a
+            // verdict's look asks of every process (R8.13).
+            let ask = self.blocked_on
+                && (!commit || p.state == ProcState::DiskWait || cpu_delta_ms == Some(0));
+            let blocked_on = ask
+                .then(|| inspector.describe(p.pid, p.state, wchan.as_deref()))
+                .flatten();
+            let info = ChildInfo {
                 pid: p.pid,
                 name: p.comm.clone(),
                 state: p.state,
-                wchan: self.read_wchan(p.pid),
+                wchan,
+                blocked_on,
                 started_unix_ms: self
                     .btime_ms
                     .map(|b| b.saturating_add(p.starttime.saturating_mul(1000) / self.ticks)),
-                cpu_ms: now,
-                cpu_delta_ms: before.map(|b| now.saturating_sub(b)),
-            });
+                cpu_ms: ms(p.utime.saturating_add(p.stime)),
+                cpu_delta_ms,
+            };
+            if Some(i) == root {
+                root_info = Some(info);
+            } else {
+                children.push(info);
+            }
         }
         let cpu_delta_ms = prev.is_some().then_some(tree_delta);
-        self.prev = Some(seen);
+        if commit {
+            self.prev = Some(seen);
+        } else {
+            self.prev = prev;
+        }
         Ok(TreeSample {
             children,
             descendants,
+            root: root_info,
             cpu_delta_ms,
         })
     }
@@ -644,262 +578,5 @@ impl ProcTable {
         let bytes = self.read_at(stat_path(&mut name_buf, pid, b"/wchan"))?;
         let text = std::str::from_utf8(&self.buf[..bytes]).ok()?.trim();
         (!text.is_empty() && text != "0").then(|| text.to_owned())
-    }
-}
-
-/// Writes `{pid}{suffix}\0` into `buf` without allocating.
-fn stat_path<'a>(buf: &'a mut [u8; 24], pid: u32, suffix: &[u8]) -> &'a CStr {
-    let mut digits = [0u8; 10];
-    let mut n = pid;
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    let digits = &digits[i..];
-    let end = digits.len() + suffix.len();
-    buf[..digits.len()].copy_from_slice(digits);
-    buf[digits.len()..end].copy_from_slice(suffix);
-    buf[end] = 0;
-    CStr::from_bytes_with_nul(&buf[..=end]).expect("one NUL, at the end")
-}
-
-fn read_btime_ms(root: &Path) -> Option<u64> {
-    let text = std::fs::read_to_string(root.join("stat")).ok()?;
-    parse_btime(&text).map(|s| s.saturating_mul(1000))
-}
-
-fn ticks_per_second() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    u64::try_from(t).ok().filter(|&t| t > 0).unwrap_or(100)
-}
-
-/// Samples the descendants of `root_pid` once from the system's `/proc`:
-/// up to [`MAX_CHILDREN`], eldest first, with no CPU deltas (there is no
-/// previous sample). Keep a [`ProcTable`] to sample repeatedly.
-///
-/// # Examples
-///
-/// ```
-/// # #[cfg(target_os = "linux")] {
-/// let children = stallguard_sources::procs::sample_once(std::process::id()).unwrap();
-/// assert!(children.iter().all(|c| c.cpu_delta_ms.is_none()));
-/// # }
-/// ```
-pub fn sample_once(root_pid: u32) -> Result<Vec<ChildInfo>, ProcsError> {
-    ProcTable::new().sample(root_pid).map(|s| s.children)
-}
-
-/// Checks a sampling interval against 1 s..=60 s (R5.5); out of range is
-/// refused with the range, never clamped.
-///
-/// # Examples
-///
-/// ```
-/// use std::time::Duration;
-/// use stallguard_sources::procs::check_interval;
-/// assert!(check_interval(Duration::from_secs(15)).is_ok());
-/// let err = check_interval(Duration::from_millis(500)).unwrap_err();
-/// assert_eq!(err.to_string(), "process sampling interval 500ms is out of range: must be 1s..=60s");
-/// ```
-pub fn check_interval(interval: Duration) -> Result<Duration, ProcsError> {
-    if (MIN_INTERVAL..=MAX_INTERVAL).contains(&interval) {
-        Ok(interval)
-    } else {
-        Err(ProcsError::Interval(interval))
-    }
-}
-
-/// The last sample of a process's descendants, shared with the guard.
-///
-/// Cheap to read: it returns what the sampler already has and never reads
-/// `/proc` itself (R4.2). `None` until the first sample, and after a sample
-/// failed.
-#[derive(Debug, Default)]
-pub struct SampledChildren {
-    last: Mutex<Option<Vec<ChildInfo>>>,
-}
-
-impl ChildProbe for SampledChildren {
-    fn children(&self) -> Option<Vec<ChildInfo>> {
-        self.last.lock().clone()
-    }
-}
-
-/// What the sampling thread and the owner share.
-struct Sampling {
-    pid: u32,
-    table: Mutex<ProcTable>,
-    cache: Arc<SampledChildren>,
-    recorder: Option<Recorder>,
-    warned: AtomicBool,
-}
-
-impl Sampling {
-    fn run(&self) -> Option<Vec<ChildInfo>> {
-        let sample = self.table.lock().sample(self.pid);
-        let children = match sample {
-            Ok(s) => {
-                if s.cpu_delta_ms.is_some_and(|d| d > 0) {
-                    if let Some(r) = &self.recorder {
-                        r.signal(SignalKind::Cpu);
-                    }
-                }
-                Some(s.children)
-            }
-            Err(e) => {
-                if !self.warned.swap(true, Ordering::Relaxed) {
-                    tracing::warn!(pid = self.pid, error = %e, "process sampler cannot read the process table; children stay unknown");
-                }
-                None
-            }
-        };
-        *self.cache.last.lock() = children.clone();
-        children
-    }
-}
-
-/// Samples a process's descendants on an interval, off the request path
-/// (R5.5).
-///
-/// It runs on its own std thread, so it keeps sampling when the host's async
-/// runtime is blocked; the first sample is taken at once, then one every
-/// interval. When the tree (the root included) used CPU since the previous
-/// sample it records a `cpu` signal on the task. A table that cannot be read
-/// is logged once and the children stay absent. Dropping the sampler stops
-/// its thread.
-///
-/// # Examples
-///
-/// ```
-/// use std::time::Duration;
-/// use stallguard_sources::procs::ProcessSampler;
-/// use watchdog_core::ChildProbe;
-///
-/// let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
-/// let sampler = ProcessSampler::spawn(std::process::id(), Duration::from_secs(15), None).unwrap();
-/// # #[cfg(target_os = "linux")] {
-/// let children = sampler.sample_now().unwrap();
-/// assert!(children.iter().any(|c| c.pid == child.id() && c.name == "sleep"));
-/// assert_eq!(sampler.children(), Some(children)); // the cached view
-/// # }
-/// assert!(ProcessSampler::spawn(1, Duration::from_secs(90), None).is_err());
-/// child.kill().unwrap();
-/// child.wait().unwrap();
-/// ```
-pub struct ProcessSampler {
-    sampling: Arc<Sampling>,
-    interval: Duration,
-    /// Dropping this wakes the thread to stop.
-    stop: Option<mpsc::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl fmt::Debug for ProcessSampler {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ProcessSampler")
-            .field("pid", &self.sampling.pid)
-            .field("interval", &self.interval)
-            .field(
-                "children",
-                &self.sampling.cache.last.lock().as_ref().map(Vec::len),
-            )
-            .finish()
-    }
-}
-
-impl ProcessSampler {
-    /// Starts sampling the descendants of `pid` from the system's `/proc`
-    /// every `interval` (1 s..=60 s). With a `recorder`, the task gets the
-    /// cached view for status and stall events, and `cpu` signals.
-    pub fn spawn(
-        pid: u32,
-        interval: Duration,
-        recorder: Option<Recorder>,
-    ) -> Result<ProcessSampler, ProcsError> {
-        ProcessSampler::with_table(ProcTable::new(), pid, interval, recorder)
-    }
-
-    /// Starts sampling like [`ProcessSampler::spawn`], from `table`.
-    pub fn with_table(
-        table: ProcTable,
-        pid: u32,
-        interval: Duration,
-        recorder: Option<Recorder>,
-    ) -> Result<ProcessSampler, ProcsError> {
-        let interval = check_interval(interval)?;
-        let cache = Arc::new(SampledChildren::default());
-        if let Some(r) = &recorder {
-            r.set_children_probe(Arc::clone(&cache) as Arc<dyn ChildProbe>);
-        }
-        let sampling = Arc::new(Sampling {
-            pid,
-            table: Mutex::new(table),
-            cache,
-            recorder,
-            warned: AtomicBool::new(false),
-        });
-        let (stop, stopped) = mpsc::channel::<()>();
-        let worker = Arc::clone(&sampling);
-        let thread = std::thread::Builder::new()
-            .name("stallguard-procs".into())
-            .spawn(move || loop {
-                worker.run();
-                match stopped.recv_timeout(interval) {
-                    Err(mpsc::RecvTimeoutError::Timeout) => {}
-                    _ => return,
-                }
-            })
-            .map_err(ProcsError::Thread)?;
-        Ok(ProcessSampler {
-            sampling,
-            interval,
-            stop: Some(stop),
-            thread: Some(thread),
-        })
-    }
-
-    /// Returns the root process id.
-    pub fn pid(&self) -> u32 {
-        self.sampling.pid
-    }
-
-    /// Returns the sampling interval.
-    pub fn interval(&self) -> Duration {
-        self.interval
-    }
-
-    /// Takes a sample now, on the caller's thread, updates the cached view
-    /// and returns it; `None` when the table cannot be read.
-    pub fn sample_now(&self) -> Option<Vec<ChildInfo>> {
-        self.sampling.run()
-    }
-
-    /// Returns the cached view to attach to a task with
-    /// [`Recorder::set_children_probe`].
-    pub fn probe(&self) -> Arc<SampledChildren> {
-        Arc::clone(&self.sampling.cache)
-    }
-}
-
-impl ChildProbe for ProcessSampler {
-    fn children(&self) -> Option<Vec<ChildInfo>> {
-        self.sampling.cache.children()
-    }
-}
-
-impl Drop for ProcessSampler {
-    fn drop(&mut self) {
-        drop(self.stop.take());
-        if let Some(thread) = self.thread.take() {
-            if thread.thread().id() != std::thread::current().id() {
-                let _ = thread.join();
-            }
-        }
     }
 }
