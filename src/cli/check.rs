@@ -138,6 +138,7 @@ fn value(p: &Profile, r: &RunOptions, key: &str) -> String {
         "notify-only" => p.notify_only.to_string(),
         "leak-timeout" => d(Some(r.leak_timeout)),
         "on-leftover" => r.on_leftover.as_str().into(),
+        "pty" => r.pty.to_string(),
         _ => String::new(),
     }
 }

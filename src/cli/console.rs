@@ -32,14 +32,18 @@ struct State {
 pub(crate) struct Console {
     state: Mutex<State>,
     status_line: bool,
+    /// Our stdout and stderr are one open file (R8.11): a write to either
+    /// leaves both where it ended.
+    shared: bool,
 }
 
 /// Erases the current terminal line.
 const CLEAR_LINE: &[u8] = b"\r\x1b[2K";
 
 impl Console {
-    /// Creates a console; `status_line` enables R8.4's live line.
-    pub(crate) fn new(status_line: bool) -> Self {
+    /// Creates a console; `status_line` enables R8.4's live line; `shared`
+    /// says our stdout and stderr are the same open file (R8.11).
+    pub(crate) fn new(status_line: bool, shared: bool) -> Self {
         Console {
             state: Mutex::new(State {
                 drawn: false,
@@ -47,6 +51,7 @@ impl Console {
                 stderr_at_line_start: true,
             }),
             status_line,
+            shared,
         }
     }
 
@@ -78,6 +83,11 @@ impl Console {
                 err.flush()?;
                 s.stderr_at_line_start = bytes.ends_with(b"\n");
             }
+        }
+        if self.shared {
+            let ended = bytes.ends_with(b"\n");
+            s.stdout_at_line_start = ended;
+            s.stderr_at_line_start = ended;
         }
         Ok(())
     }

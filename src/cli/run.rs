@@ -32,7 +32,8 @@ use stallguard::{Guard, Outcome, Profile, Sink, TaskHandle};
 use super::aftermath::Aftermath;
 use super::args::RunArgs;
 use super::console::{Console, Stream};
-use super::pumps::{OutputLost, Pump};
+use super::outputs::Outputs;
+use super::pumps::{OutputLost, OutputSeen, Pump};
 use super::reaper::{self, EscapedSignals, OrphanReaper, WithEscaped};
 use super::report::{status_line, Pauses, StopFlag, VerdictLines};
 use super::signals::{self, Incoming};
@@ -71,6 +72,10 @@ struct Run {
     stream: Option<stallguard::sources::agent::Format>,
     leak_timeout: Duration,
     on_leftover: OnLeftover,
+    /// R8.11: the command's outputs are pseudo-terminals.
+    pty: bool,
+    /// R8.11: our stdout and stderr are one open file.
+    shared: bool,
 }
 
 impl Run {
@@ -137,11 +142,15 @@ impl Run {
             on_leftover: args
                 .on_leftover
                 .map_or(options.on_leftover, OnLeftover::from),
+            pty: args.pty || options.pty,
+            shared: super::outputs::same_open_file(libc::STDOUT_FILENO, libc::STDERR_FILENO),
         })
     }
 
     fn execute(self) -> u8 {
-        let console = Arc::new(Console::new(self.status_line));
+        let console = Arc::new(Console::new(self.status_line, self.shared));
+        // R8.11: without a pty, a stall before any output hints at buffering.
+        let seen = OutputSeen::default();
         let stop = StopFlag::default();
         let mut builder = Guard::builder()
             .sink(stop.clone())
@@ -150,6 +159,7 @@ impl Run {
             .sink(VerdictLines {
                 console: Arc::clone(&console),
                 profile: self.profile.clone(),
+                buffering: (!self.pty).then(|| seen.clone()),
             });
         if let Some(events) = self.events {
             // R8.7: a failing events file is said once, out loud.
@@ -192,9 +202,20 @@ impl Run {
             .args(&self.command[1..])
             .process_group(0)
             .stdin(Stdio::inherit())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
             .env_remove(super::FAIL_VAR);
+        // R8.11: two pipes, one shared pipe, or ptys (src/cli/outputs.rs).
+        let mut outputs = match Outputs::prepare(&mut command, self.pty, self.shared) {
+            Ok(o) => o,
+            Err(e) => {
+                let what = if self.pty {
+                    "a pseudo-terminal"
+                } else {
+                    "a pipe"
+                };
+                eprintln!("stallguard: cannot open {what} for the command's output: {e}");
+                return EXIT_ERROR;
+            }
+        };
         // R8.1: an interactive command gets the terminal (src/cli/terminal.rs).
         let terminal = Terminal::prepare(&mut command);
         // Bound before the spawn so nothing the command sends in its first
@@ -221,6 +242,9 @@ impl Run {
                 };
             }
         };
+        // The child's ends of its outputs are held by `command`: ours must
+        // close, or the pumps never see the end (R8.5).
+        drop(command);
         let pid = child.id();
         if let Some(t) = &terminal {
             t.hand_to(pid);
@@ -268,38 +292,46 @@ impl Run {
         let _reaper = OrphanReaper::spawn(pid, Duration::from_millis(500));
         let (done_tx, done_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
         let lost = OutputLost::default();
-        let inodes: std::collections::HashSet<u64> = [
-            child.stdout.as_ref().and_then(super::leaks::pipe_inode),
-            child.stderr.as_ref().and_then(super::leaks::pipe_inode),
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
-        let mut pumps = 0;
-        let pump = |to, tap| Pump {
-            recorder: task.recorder(),
-            console: Arc::clone(&console),
-            to,
-            done: done_tx.clone(),
-            tap,
-            lost: lost.clone(),
-        };
-        if let Some(out) = child.stdout.take() {
-            pumps += 1;
-            let tap = self.stream.map(|f| Tap::new(f, task.recorder()));
-            if let Err(e) = pump(Stream::Stdout, tap).spawn(out) {
-                let why = format!("cannot copy the command's stdout: {e}");
+        let readers = match outputs.readers(&mut child) {
+            Ok(r) => r,
+            Err(e) => {
+                let why = format!("cannot read the command's output: {e}");
                 return fail_closed(&mut child, &task, &guard, &console, terminal, &why);
             }
-        }
-        if let Some(err) = child.stderr.take() {
+        };
+        let inodes: std::collections::HashSet<u64> = readers.keys.iter().copied().collect();
+        let mut pumps = 0;
+        for (from, to) in readers.files {
             pumps += 1;
-            if let Err(e) = pump(Stream::Stderr, None).spawn(err) {
-                let why = format!("cannot copy the command's stderr: {e}");
+            // R5.10: the agent's JSON lines are on its stdout.
+            let tap = (to == Stream::Stdout)
+                .then_some(self.stream)
+                .flatten()
+                .map(|f| Tap::new(f, task.recorder()));
+            let pump = Pump {
+                recorder: task.recorder(),
+                console: Arc::clone(&console),
+                to,
+                done: done_tx.clone(),
+                tap,
+                lost: lost.clone(),
+                seen: seen.clone(),
+            };
+            if let Err(e) = pump.spawn(from) {
+                let why = format!("cannot copy the command's {to:?}: {e}").to_lowercase();
                 return fail_closed(&mut child, &task, &guard, &console, terminal, &why);
             }
         }
         drop(done_tx);
+        // R8.11: the ptys follow our terminal's size.
+        let mut sizes = super::pty::Sizes::new();
+        let mut winch = if outputs.is_pty() {
+            runtime.block_on(async {
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::window_change()).ok()
+            })
+        } else {
+            None
+        };
 
         let (exit_tx, exit_rx) = tokio::sync::oneshot::channel::<io::Result<ExitStatus>>();
         // R2.8, R8.1: stops and continues of the command reach the loop too.
@@ -337,7 +369,12 @@ impl Run {
                             }
                         }
                     }
-                    _ = tick.tick(), if console.has_status_line() => {
+                    _ = winched(&mut winch) => sizes.follow(&outputs.ptys(), pid),
+                    _ = tick.tick(), if console.has_status_line() || outputs.is_pty() => {
+                        sizes.follow(&outputs.ptys(), pid);
+                        if !console.has_status_line() {
+                            continue;
+                        }
                         // R8.4: drawn only while the command is silent, and
                         // never where the user may be typing.
                         let Some(s) = guard.status(&name) else { continue };
@@ -412,6 +449,16 @@ impl Run {
         }
         drop(notify);
         code
+    }
+}
+
+/// Resolves on the next SIGWINCH, never without one.
+async fn winched(winch: &mut Option<tokio::signal::unix::Signal>) {
+    match winch {
+        Some(s) => {
+            s.recv().await;
+        }
+        None => std::future::pending().await,
     }
 }
 

@@ -31,6 +31,7 @@ pub(crate) const PROFILE_KEYS: &[&str] = &[
     "stream",
     "leak-timeout",
     "on-leftover",
+    "pty",
 ];
 
 /// A whole config file.
@@ -62,6 +63,7 @@ pub(crate) struct RawProfile {
     stream: Option<Spanned<StreamKey>>,
     leak_timeout: Option<Spanned<Span>>,
     on_leftover: Option<Spanned<OnLeftover>>,
+    pty: Option<Spanned<bool>>,
 }
 
 impl RawProfile {
@@ -95,13 +97,16 @@ impl RawProfile {
         self.stream.as_ref().map(|s| s.get_ref().0)
     }
 
-    /// Overrides the run options (R8.5, R8.6) with every key this table sets.
+    /// Overrides the run options (R8.5, R8.6, R8.11) with every key this table sets.
     pub(crate) fn apply_run(&self, r: &mut RunOptions) {
         if let Some(v) = &self.leak_timeout {
             r.leak_timeout = v.get_ref().0;
         }
         if let Some(v) = &self.on_leftover {
             r.on_leftover = *v.get_ref();
+        }
+        if let Some(v) = &self.pty {
+            r.pty = *v.get_ref();
         }
     }
 
@@ -126,6 +131,7 @@ impl RawProfile {
             "stream" => sp(&self.stream),
             "leak-timeout" => sp(&self.leak_timeout),
             "on-leftover" => sp(&self.on_leftover),
+            "pty" => sp(&self.pty),
             _ => None,
         }
     }
