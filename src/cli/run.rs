@@ -377,6 +377,12 @@ impl Run {
                         }
                         // R8.4: drawn only while the command is silent, and
                         // never where the user may be typing.
+                        // R8.11: typed lines wait in the terminal: the
+                        // cursor left the line's row; leave the line be.
+                        if super::typing::input_queued(libc::STDERR_FILENO) {
+                            console.forget_status();
+                            continue;
+                        }
                         let Some(s) = guard.status(&name) else { continue };
                         let silent = s.last_output_age.unwrap_or(s.elapsed) >= STATUS_EVERY;
                         // A line already drawn stays until the command

@@ -19,6 +19,17 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 /// (character device 5, 0), which `getpass` and `ssh` open to prompt.
 const DEV_TTY: u64 = 5 << 8;
 
+/// Whether the terminal on `fd` holds typed input no one has read yet
+/// (TIOCINQ): in canonical mode a whole line (the user pressed Enter, so
+/// the cursor left the status line's row), in raw mode any key. The live
+/// status line then stays as it is (R8.11).
+pub(crate) fn input_queued(fd: libc::c_int) -> bool {
+    let mut n: libc::c_int = 0;
+    // SAFETY: TIOCINQ writes one int to a valid pointer.
+    let rc = unsafe { libc::ioctl(fd, libc::TIOCINQ, &mut n) };
+    rc == 0 && n > 0
+}
+
 /// What a process is doing, from `/proc/PID/syscall`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Blocked {
