@@ -385,8 +385,7 @@ impl Run {
                         }
                         let Some(s) = guard.status(&name) else { continue };
                         let silent = s.last_output_age.unwrap_or(s.elapsed) >= STATUS_EVERY;
-                        // A line already drawn stays until the command
-                        // writes: erasing it now could erase what was typed.
+                        // Redrawing keeps typeahead (src/cli/console.rs).
                         if silent && terminal.as_ref().is_none_or(Terminal::status_may_draw) {
                             console.status(&status_line(&s, &self.profile, &pauses, Instant::now()));
                         }
