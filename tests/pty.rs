@@ -164,6 +164,16 @@ fn output_through_the_pty_is_byte_exact() {
     assert!(out.stderr.is_empty(), "{}", stderr(&out));
 }
 
+/// A pipe: (read, write), both close-on-exec.
+fn pipe() -> (File, File) {
+    use std::os::fd::FromRawFd;
+    let mut fds = [-1; 2];
+    // SAFETY: pipe2 writes two descriptors into a valid array.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    // SAFETY: both are fresh descriptors that we now own.
+    unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) }
+}
+
 /// A shell printing `n` lines alternately to stdout and stderr.
 const ALTERNATING: &str =
     "i=0; while [ $i -lt 100 ]; do echo out$i; echo err$i >&2; i=$((i+1)); done";
@@ -204,7 +214,7 @@ fn order_is_kept_into_one_file_in_20_of_20_runs() {
 fn order_is_kept_into_one_shared_pipe_in_20_of_20_runs() {
     let dir = tempfile::tempdir().unwrap();
     for run in 0..20 {
-        let (mut read, write) = std::io::pipe().unwrap();
+        let (mut read, write) = pipe();
         let mut command = stallguard(dir.path());
         command
             .args(["run", "--", "sh", "-c", ALTERNATING])

@@ -15,7 +15,7 @@
 
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::fd::OwnedFd;
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::process::{Child, Command, Stdio};
 
@@ -63,11 +63,11 @@ impl Outputs {
             });
         }
         if shared {
-            let (read, write) = io::pipe()?;
+            let (read, write) = pipe()?;
             command.stdout(Stdio::from(write.try_clone()?));
             command.stderr(Stdio::from(write));
             return Ok(Outputs {
-                kind: Kind::Shared(Some(read.into())),
+                kind: Kind::Shared(Some(read)),
             });
         }
         command.stdout(Stdio::piped()).stderr(Stdio::piped());
@@ -124,6 +124,17 @@ impl Outputs {
         }
         Ok(r)
     }
+}
+
+/// A pipe, both ends close-on-exec: (read, write).
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [-1; 2];
+    // SAFETY: pipe2 writes two descriptors into a valid array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both are fresh descriptors that we now own.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 /// The pumps' sources (see [`Outputs::readers`]).
@@ -205,7 +216,7 @@ mod tests {
         let (a, b, c) = (first.as_raw_fd(), dup.as_raw_fd(), again.as_raw_fd());
         assert!(same_open_file(a, b));
         assert!(!same_open_file(a, c));
-        let (r, w) = io::pipe().unwrap();
+        let (r, w) = pipe().unwrap();
         let w2 = w.try_clone().unwrap();
         assert!(same_open_file(w.as_raw_fd(), w2.as_raw_fd()));
         assert!(!same_open_file(r.as_raw_fd(), w.as_raw_fd()));
