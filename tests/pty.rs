@@ -304,3 +304,33 @@ fn an_agent_stream_works_under_pty() {
     let kinds = types(&events(&dir.path().join("events.jsonl")));
     assert!(!kinds.iter().any(|k| k == "stalled"), "{kinds:?}");
 }
+
+/// Runs `stallguard run ARGS` with stdout and stderr on one pipe (as
+/// `2>&1 | head -1`), reads one line, closes the pipe; returns the status.
+fn into_a_reader_that_leaves(args: &[&str]) -> Option<i32> {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let (read, write) = pipe();
+    let mut command = stallguard(dir.path());
+    command
+        .arg("run")
+        .args(args)
+        .stdout(write.try_clone().unwrap())
+        .stderr(write);
+    let child = command.spawn().unwrap();
+    drop(command);
+    let mut line = String::new();
+    std::io::BufReader::new(read).read_line(&mut line).unwrap();
+    assert_eq!(line, "y\n");
+    wait_bounded(child).status.code()
+}
+
+// R8.10 with R8.11: the one shared pipe still breaks the command's output
+// when its reader goes away: `run -- yes 2>&1 | head -1` ends at once with
+// 141, as without stallguard; under --pty the write fails with EIO (a
+// terminal has no SIGPIPE) and `yes` exits 1.
+#[test]
+fn a_reader_gone_ends_the_command_on_the_shared_pipe_and_the_pty() {
+    assert_eq!(into_a_reader_that_leaves(&["--", "yes"]), Some(141));
+    assert_eq!(into_a_reader_that_leaves(&["--pty", "--", "yes"]), Some(1));
+}
