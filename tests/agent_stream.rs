@@ -210,7 +210,7 @@ fn describe_shows_the_running_tool_and_its_age() {
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        if text.contains("Bash (toolu_1), running for") {
+        if text.contains("Bash(ls -la) (toolu_1), running for") {
             break text;
         }
         assert!(
@@ -219,7 +219,7 @@ fn describe_shows_the_running_tool_and_its_age() {
         );
         std::thread::sleep(Duration::from_millis(100));
     };
-    assert!(text.contains("executing"), "{text}");
+    assert!(text.contains("executing 1 tool\n"), "{text}");
     let out = wait_bounded(child);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
@@ -237,7 +237,7 @@ fn tool_call_past_the_execution_budget_is_named_in_the_stall_line() {
     assert_eq!(out.status.code(), Some(124), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(err.contains("execution budget 1s exceeded"), "{err}");
-    assert!(err.contains("tool \"Bash\" still running"), "{err}");
+    assert!(err.contains("tool \"Bash(ls -la)\" still running"), "{err}");
 }
 
 // R5.10, seed 000: Qwen Code's silent shell call under the execution budget.

@@ -127,9 +127,10 @@ fn the_pty_config_key_gives_a_terminal() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     // Stdin stays what it was (here /dev/null).
     assert_eq!(out.stdout, b"tty\nin-other\n");
+    std::fs::write(dir.path().join("plain.toml"), "").unwrap();
     let plain = wait_bounded(
         stallguard(dir.path())
-            .args(["run", "-c", "/dev/null", "--", "sh", "-c", probe])
+            .args(["run", "-c", "plain.toml", "--", "sh", "-c", probe])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -333,4 +334,44 @@ fn into_a_reader_that_leaves(args: &[&str]) -> Option<i32> {
 fn a_reader_gone_ends_the_command_on_the_shared_pipe_and_the_pty() {
     assert_eq!(into_a_reader_that_leaves(&["--", "yes"]), Some(141));
     assert_eq!(into_a_reader_that_leaves(&["--pty", "--", "yes"]), Some(1));
+}
+
+// R8.11 with R8.12: a file without `#!` runs through /bin/sh with the same
+// outputs: a pty under --pty, one shared pipe into one file.
+#[test]
+fn a_script_without_shebang_gets_the_same_outputs() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("noshebang");
+    std::fs::write(
+        &script,
+        "if [ -t 1 ]; then echo tty; else echo pipe; fi\necho err >&2\necho out\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = wait_bounded(
+        stallguard(dir.path())
+            .args(["run", "--pty", "--"])
+            .arg(&script)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, b"tty\nout\n");
+    assert_eq!(out.stderr, b"err\n");
+    let log = dir.path().join("log");
+    let file = File::create(&log).unwrap();
+    let out = wait_bounded(
+        stallguard(dir.path())
+            .args(["run", "--"])
+            .arg(&script)
+            .stdout(file.try_clone().unwrap())
+            .stderr(file)
+            .spawn()
+            .unwrap(),
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "pipe\nerr\nout\n");
 }

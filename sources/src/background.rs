@@ -42,6 +42,20 @@ pub enum BackgroundError {
     /// An end or kill result for a task not in the record.
     #[error("no background task `{0}` is recorded")]
     UnknownTask(String),
+    /// A launch by a subagent (a launch row carrying the subagent's
+    /// `parent_tool_use_id`): its shell is the subagent's own work, held by
+    /// the subagent's call, and is not recorded for the owner.
+    #[error("background task `{task}` was launched by a subagent (parent call `{parent}`); not recorded")]
+    SubagentLaunch {
+        /// The background task id.
+        task: String,
+        /// The subagent's parent call id, `-` when the row names none.
+        parent: String,
+    },
+    /// An end row that retires nothing: a `remove` operation, not exactly
+    /// one notification, or a status that is not an end (`running`).
+    #[error("end row retires nothing: {0}")]
+    NotAnEnd(&'static str),
     /// An end whose launch id does not match the recorded one; the task
     /// stays recorded.
     #[error("background task `{task}` was not launched by `{launch}`")]
@@ -51,6 +65,130 @@ pub enum BackgroundError {
         /// The launch id the end named.
         launch: String,
     },
+}
+
+/// Who launched a background task (R5.6, seed 002).
+///
+/// # Examples
+///
+/// ```
+/// use stallguard_sources::background::Provenance;
+/// let p = Provenance::Subagent { parent_tool_use_id: Some("toolu_task_1") };
+/// assert_ne!(p, Provenance::Agent);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Provenance<'a> {
+    /// The owner agent itself (a row with no `parent_tool_use_id`).
+    Agent,
+    /// A subagent the owner started: its shell is the subagent's work.
+    Subagent {
+        /// The call that started the subagent, when the row names it.
+        parent_tool_use_id: Option<&'a str>,
+    },
+}
+
+/// A session boundary the owner's agent crossed (R5.6, seed 002).
+///
+/// # Examples
+///
+/// ```
+/// use stallguard_sources::background::SessionBoundary;
+/// assert_ne!(SessionBoundary::New, SessionBoundary::Clear);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SessionBoundary {
+    /// A new process or session (`startup`, `resume`, a new session id): it
+    /// can never end its predecessor's tasks, so the record is cleared.
+    New,
+    /// `/clear` in the same process: its shells keep running and report
+    /// their end in the new session, so the record is kept.
+    Clear,
+}
+
+/// What an end row does with the notifications it carries.
+///
+/// # Examples
+///
+/// ```
+/// use stallguard_sources::background::RowOp;
+/// assert_ne!(RowOp::Enqueue, RowOp::Remove);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RowOp {
+    /// The notification is added (written when the task ends).
+    Enqueue,
+    /// A queued notification is taken away: not an end.
+    Remove,
+}
+
+/// The status an end notification reports for its task.
+///
+/// # Examples
+///
+/// ```
+/// use stallguard_sources::background::EndStatus;
+/// assert_eq!(EndStatus::from_wire("completed"), EndStatus::Completed);
+/// assert!(EndStatus::from_wire("killed").is_end());
+/// assert!(!EndStatus::from_wire("running").is_end());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EndStatus {
+    /// Ended by itself.
+    Completed,
+    /// Ended with a failure.
+    Failed,
+    /// Stopped or killed.
+    Stopped,
+    /// Still running (a progress row): not an end.
+    Running,
+    /// Any other word: not an end.
+    Other,
+}
+
+impl EndStatus {
+    /// Reads a status word as the agent CLIs write it (`completed`,
+    /// `failed`, `stopped`, `killed`, `running`, `pending`, ...).
+    pub fn from_wire(s: &str) -> EndStatus {
+        match s {
+            "completed" | "success" => EndStatus::Completed,
+            "failed" | "error" => EndStatus::Failed,
+            "stopped" | "killed" | "cancelled" => EndStatus::Stopped,
+            "running" | "pending" | "paused" => EndStatus::Running,
+            _ => EndStatus::Other,
+        }
+    }
+
+    /// Returns true for a status that says the task ended.
+    pub fn is_end(self) -> bool {
+        matches!(
+            self,
+            EndStatus::Completed | EndStatus::Failed | EndStatus::Stopped
+        )
+    }
+}
+
+/// One notification of an end row: the task, the call that launched it,
+/// and the status it reports.
+///
+/// # Examples
+///
+/// ```
+/// use stallguard_sources::background::{EndNotice, EndStatus};
+/// let n = EndNotice { task: "b9miywpi3", launch: "toolu_1", status: EndStatus::Completed };
+/// assert!(n.status.is_end());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EndNotice<'a> {
+    /// The background task id.
+    pub task: &'a str,
+    /// The id of the call that launched it.
+    pub launch: &'a str,
+    /// The status the notification reports.
+    pub status: EndStatus,
 }
 
 /// One owner task's record of the background tasks it launched (R5.6).
@@ -138,10 +276,11 @@ impl BackgroundRecord {
     /// background task still running), keeping each surviving task's launch
     /// id; the inventory's kind wins.
     ///
-    /// Items with a bad id are skipped; items past [`MAX_PER_OWNER`] are not
-    /// stored and mark the owner as running an unnamed task. Otherwise an
-    /// inventory clears that mark: it is the complete list. Returns the
-    /// problems found, empty when every item was stored.
+    /// An item with a bad id (empty, or over [`MAX_ID`] bytes) names a task
+    /// that runs but cannot be stored: it is skipped and marks the owner as
+    /// running an unnamed task, as do items past [`MAX_PER_OWNER`].
+    /// Otherwise an inventory clears that mark: it is the complete list.
+    /// Returns the problems found, empty when every item was stored.
     pub fn inventory<'a, I>(&mut self, items: I) -> Vec<BackgroundError>
     where
         I: IntoIterator<Item = (&'a str, BackgroundKind)>,
@@ -151,6 +290,7 @@ impl BackgroundRecord {
         let mut unnamed = false;
         for (id, kind) in items {
             if let Err(e) = check_id(id) {
+                unnamed = true;
                 problems.push(e);
                 continue;
             }
@@ -192,6 +332,110 @@ impl BackgroundRecord {
         self.tasks.remove(pos);
         self.push();
         Ok(())
+    }
+
+    /// Records a launch with its provenance: an [`Provenance::Agent`] launch
+    /// is [`launch`](Self::launch); a subagent's launch is not recorded
+    /// (its shell is the subagent's own work, held by the subagent's call)
+    /// and [`BackgroundError::SubagentLaunch`] says so.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stallguard_sources::background::{BackgroundRecord, Provenance};
+    /// use watchdog_core::{BackgroundKind, Guard, ManualClock, Profile};
+    ///
+    /// let guard = Guard::builder().clock(ManualClock::new()).build();
+    /// let turn = guard.start("turn", Profile::default()).unwrap();
+    /// let mut bg = BackgroundRecord::new(turn.recorder());
+    /// let sub = Provenance::Subagent { parent_tool_use_id: Some("toolu_task") };
+    /// assert!(bg.launch_from("b1", "toolu_2", BackgroundKind::Command, sub).is_err());
+    /// assert!(bg.is_empty());
+    /// bg.launch_from("b2", "toolu_3", BackgroundKind::Command, Provenance::Agent).unwrap();
+    /// assert_eq!(bg.tasks().len(), 1);
+    /// ```
+    pub fn launch_from(
+        &mut self,
+        id: &str,
+        launch_id: &str,
+        kind: BackgroundKind,
+        from: Provenance<'_>,
+    ) -> Result<(), BackgroundError> {
+        match from {
+            Provenance::Agent => self.launch(id, launch_id, kind),
+            Provenance::Subagent { parent_tool_use_id } => Err(BackgroundError::SubagentLaunch {
+                task: cut(id).to_owned(),
+                parent: cut(parent_tool_use_id.unwrap_or("-")).to_owned(),
+            }),
+        }
+    }
+
+    /// The owner's agent crossed a session boundary: a
+    /// [`SessionBoundary::New`] session clears the record (and the unnamed
+    /// mark); [`SessionBoundary::Clear`] keeps it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stallguard_sources::background::{BackgroundRecord, SessionBoundary};
+    /// use watchdog_core::{BackgroundKind, Guard, ManualClock, Profile};
+    ///
+    /// let guard = Guard::builder().clock(ManualClock::new()).build();
+    /// let turn = guard.start("turn", Profile::default()).unwrap();
+    /// let mut bg = BackgroundRecord::new(turn.recorder());
+    /// bg.launch("b1", "toolu_1", BackgroundKind::Command).unwrap();
+    /// bg.session(SessionBoundary::Clear);
+    /// assert_eq!(bg.tasks().len(), 1);
+    /// bg.session(SessionBoundary::New);
+    /// assert!(bg.is_empty());
+    /// ```
+    pub fn session(&mut self, boundary: SessionBoundary) {
+        if boundary == SessionBoundary::New && !self.is_empty() {
+            self.tasks.clear();
+            self.unnamed = false;
+            self.push();
+        }
+    }
+
+    /// Applies an end row: it retires a task only when it is an
+    /// [`RowOp::Enqueue`] of exactly one notification whose status is an
+    /// end and that names both the task and its launching call
+    /// ([`end`](Self::end)). A `remove`, two notifications in one row, or a
+    /// `running` status retire nothing ([`BackgroundError::NotAnEnd`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stallguard_sources::background::{BackgroundRecord, EndNotice, EndStatus, RowOp};
+    /// use watchdog_core::{BackgroundKind, Guard, ManualClock, Profile};
+    ///
+    /// let guard = Guard::builder().clock(ManualClock::new()).build();
+    /// let turn = guard.start("turn", Profile::default()).unwrap();
+    /// let mut bg = BackgroundRecord::new(turn.recorder());
+    /// bg.launch("b1", "toolu_1", BackgroundKind::Command).unwrap();
+    /// let running = EndNotice { task: "b1", launch: "toolu_1", status: EndStatus::Running };
+    /// assert!(bg.end_row(RowOp::Enqueue, &[running]).is_err());
+    /// let done = EndNotice { status: EndStatus::Completed, ..running };
+    /// assert!(bg.end_row(RowOp::Remove, &[done]).is_err());
+    /// assert!(bg.end_row(RowOp::Enqueue, &[done, done]).is_err());
+    /// bg.end_row(RowOp::Enqueue, &[done]).unwrap();
+    /// assert!(bg.is_empty());
+    /// ```
+    pub fn end_row(&mut self, op: RowOp, notices: &[EndNotice<'_>]) -> Result<(), BackgroundError> {
+        if op == RowOp::Remove {
+            return Err(BackgroundError::NotAnEnd("a remove operation"));
+        }
+        let [notice] = notices else {
+            return Err(BackgroundError::NotAnEnd(if notices.is_empty() {
+                "no notification"
+            } else {
+                "more than one notification in one row"
+            }));
+        };
+        if !notice.status.is_end() {
+            return Err(BackgroundError::NotAnEnd("the status is not an end"));
+        }
+        self.end(notice.task, notice.launch)
     }
 
     /// Retires background task `id` after a kill confirmed it ended.

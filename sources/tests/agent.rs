@@ -47,7 +47,10 @@ fn claude_code_bash_call_holds_the_execution_budget_until_its_result() {
     let fed = feed_until(&mut stream, &text, "\"tool_use\"");
     assert_eq!(task.status().unwrap().phase, Phase::Executing { tools: 1 });
     let call = task.last_call().unwrap();
-    assert_eq!((call.id.as_str(), call.name.as_str()), ("toolu_1", "Bash"));
+    assert_eq!(
+        (call.id.as_str(), call.name.as_str()),
+        ("toolu_1", "Bash(ls -la)")
+    );
     guard.advance(Duration::from_secs(300));
     assert_eq!(rec.types_for("agent"), ["started"]);
     stream.feed(&text.as_bytes()[fed..]);
@@ -130,7 +133,10 @@ fn codex_command_execution_is_a_tool_call() {
     let mut stream = AgentStream::new(Format::Codex, task.recorder());
     let fed = feed_until(&mut stream, &text, "\"item.started\"");
     assert_eq!(task.status().unwrap().phase, Phase::Executing { tools: 1 });
-    assert_eq!(task.last_call().unwrap().name, "command_execution");
+    assert_eq!(
+        task.last_call().unwrap().name,
+        "command_execution(bash -lc ls)"
+    );
     guard.advance(Duration::from_secs(120));
     assert_eq!(rec.types_for("agent"), ["started"]);
     stream.feed(&text.as_bytes()[fed..]);
@@ -151,7 +157,7 @@ fn gemini_tool_use_and_result_pair_by_tool_id() {
     let text = fixture("gemini/schema_session.jsonl");
     let mut stream = AgentStream::new(Format::Gemini, task.recorder());
     let fed = feed_until(&mut stream, &text, "\"tool_use\"");
-    assert_eq!(task.last_call().unwrap().name, "run_shell_command");
+    assert_eq!(task.last_call().unwrap().name, "run_shell_command(ls -la)");
     guard.advance(Duration::from_secs(60));
     assert_eq!(rec.types_for("agent"), ["started"]);
     stream.feed(&text.as_bytes()[fed..]);
@@ -169,7 +175,10 @@ fn qwen_silent_shell_call_holds_the_execution_budget() {
     let text = fixture("qwen/schema_session.jsonl");
     let mut stream = AgentStream::new(Format::Qwen, task.recorder());
     let fed = feed_until(&mut stream, &text, "\"tool_use\"");
-    assert_eq!(task.last_call().unwrap().name, "run_shell_command");
+    assert_eq!(
+        task.last_call().unwrap().name,
+        "run_shell_command(psql -c 'select 1')"
+    );
     guard.advance(Duration::from_secs(165));
     assert_eq!(rec.types_for("agent"), ["started"]);
     stream.feed(&text.as_bytes()[fed..]);
@@ -261,7 +270,8 @@ fn parsers_map_fixture_lines_to_events() {
         out,
         [AgentEvent::ToolStarted {
             id: "toolu_1",
-            name: "Bash"
+            name: "Bash",
+            detail: Some("ls -la"),
         }]
     );
 }

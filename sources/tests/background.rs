@@ -1,7 +1,10 @@
 //! Background-task records (R5.6) and the `monitoring` state they put the
 //! owner in (R4.3).
 
-use stallguard_sources::background::{BackgroundError, BackgroundRecord, MAX_PER_OWNER};
+use stallguard_sources::background::{
+    BackgroundError, BackgroundRecord, EndNotice, EndStatus, Provenance, RowOp, SessionBoundary,
+    MAX_PER_OWNER,
+};
 use watchdog_core::{
     BackgroundKind, BackgroundTask, Guard, ManualClock, Profile, TaskHandle, TaskState,
 };
@@ -144,7 +147,118 @@ fn ids_longer_than_256_bytes_are_refused() {
     ]);
     assert_eq!(problems, [BackgroundError::IdTooLong(257)]);
     assert_eq!(bg.tasks().len(), 1);
+    // R5.6: the inventory names a task that runs: it cannot be stored, so
+    // the owner runs it unnamed (still monitoring) until a later inventory.
+    assert!(bg.has_unnamed());
+    assert!(pushed(&task).1);
+    bg.inventory([(ok.as_str(), BackgroundKind::Command)]);
     assert!(!bg.has_unnamed());
+}
+
+// R5.6, seed 002: a subagent's launch is the subagent's own work (its call
+// holds the execution budget), not the owner's background record.
+#[test]
+fn a_subagents_launch_is_not_recorded() {
+    let (_guard, task) = owner();
+    let mut bg = BackgroundRecord::new(task.recorder());
+    let sub = Provenance::Subagent {
+        parent_tool_use_id: Some("toolu_task_1"),
+    };
+    assert_eq!(
+        bg.launch_from("b1", "toolu_2", BackgroundKind::Command, sub),
+        Err(BackgroundError::SubagentLaunch {
+            task: "b1".into(),
+            parent: "toolu_task_1".into(),
+        })
+    );
+    assert!(bg.is_empty());
+    assert_eq!(state(&task), TaskState::Working);
+    bg.launch_from("b2", "toolu_3", BackgroundKind::Command, Provenance::Agent)
+        .unwrap();
+    assert_eq!(state(&task), TaskState::Monitoring);
+}
+
+// R5.6, seed 002: a new session (a new process) clears the record; /clear
+// keeps the shells it did not end.
+#[test]
+fn a_new_session_clears_the_record_and_clear_keeps_it() {
+    let (_guard, task) = owner();
+    let mut bg = BackgroundRecord::new(task.recorder());
+    bg.launch("b1", "toolu_1", BackgroundKind::Command).unwrap();
+    bg.session(SessionBoundary::Clear);
+    assert_eq!(state(&task), TaskState::Monitoring);
+    assert_eq!(bg.tasks().len(), 1);
+    bg.session(SessionBoundary::New);
+    assert!(bg.is_empty());
+    assert_eq!(state(&task), TaskState::Working);
+    // The unnamed mark goes with it.
+    bg.inventory([("", BackgroundKind::Unknown)]);
+    assert!(bg.has_unnamed());
+    bg.session(SessionBoundary::New);
+    assert!(!bg.has_unnamed());
+    assert_eq!(state(&task), TaskState::Working);
+}
+
+// R5.6, seed 002: an end row retires only as one ended notification naming
+// both ids; a running status, a remove op, or two notifications in one row
+// retire nothing.
+#[test]
+fn an_end_row_retires_only_one_ended_notification_naming_both_ids() {
+    let (_guard, task) = owner();
+    let mut bg = BackgroundRecord::new(task.recorder());
+    bg.launch("b1", "toolu_1", BackgroundKind::Command).unwrap();
+    bg.launch("b2", "toolu_2", BackgroundKind::Command).unwrap();
+    let b1 = EndNotice {
+        task: "b1",
+        launch: "toolu_1",
+        status: EndStatus::Completed,
+    };
+    let b2 = EndNotice {
+        task: "b2",
+        launch: "toolu_2",
+        status: EndStatus::Completed,
+    };
+    let running = EndNotice {
+        status: EndStatus::from_wire("running"),
+        ..b1
+    };
+    assert_eq!(
+        bg.end_row(RowOp::Enqueue, &[running]),
+        Err(BackgroundError::NotAnEnd("the status is not an end"))
+    );
+    assert_eq!(
+        bg.end_row(RowOp::Remove, &[b1]),
+        Err(BackgroundError::NotAnEnd("a remove operation"))
+    );
+    assert_eq!(
+        bg.end_row(RowOp::Enqueue, &[b1, b2]),
+        Err(BackgroundError::NotAnEnd(
+            "more than one notification in one row"
+        ))
+    );
+    assert!(bg.end_row(RowOp::Enqueue, &[]).is_err());
+    assert_eq!(bg.tasks().len(), 2);
+    // The wrong launch id: still both ids needed.
+    let crossed = EndNotice {
+        launch: "toolu_2",
+        ..b1
+    };
+    assert!(bg.end_row(RowOp::Enqueue, &[crossed]).is_err());
+    assert_eq!(bg.tasks().len(), 2);
+    for status in ["completed", "failed", "stopped", "killed"] {
+        assert!(EndStatus::from_wire(status).is_end(), "{status}");
+    }
+    bg.end_row(RowOp::Enqueue, &[b1]).unwrap();
+    bg.end_row(
+        RowOp::Enqueue,
+        &[EndNotice {
+            status: EndStatus::from_wire("killed"),
+            ..b2
+        }],
+    )
+    .unwrap();
+    assert!(bg.is_empty());
+    assert_eq!(state(&task), TaskState::Working);
 }
 
 #[test]

@@ -114,7 +114,11 @@ impl Console {
 
     /// Writes one line of stallguard's own on stderr, starting a new line
     /// first if the command left stderr mid-line.
+    ///
+    /// Control characters in it (a process or file name holding an escape
+    /// sequence) are shown escaped, never sent raw (see [`printable`]).
     pub(crate) fn line(&self, text: &str) {
+        let text = printable(text);
         let mut s = self.lock();
         let _ = Self::erase(&mut s);
         let mut err = io::stderr().lock();
@@ -139,9 +143,11 @@ impl Console {
         // Inserted before whatever the row holds (typeahead), then the
         // cursor goes back past it: where it was, plus the line's width.
         // Never wider than the row: a wrapped line cannot be deleted whole.
+        // R8.12: shown escaped, as every line of stallguard's own.
+        let text = printable(text);
         let text: String = match columns() {
             Some(c) => text.chars().take(c.saturating_sub(1)).collect(),
-            None => text.to_owned(),
+            None => text.into_owned(),
         };
         let width = text.chars().count();
         let mut draw = Vec::with_capacity(text.len() + 24);
@@ -203,4 +209,42 @@ fn columns() -> Option<usize> {
         (libc::ioctl(libc::STDERR_FILENO, libc::TIOCGWINSZ, &mut w) == 0).then_some(w)
     }?;
     (w.ws_col > 0).then_some(usize::from(w.ws_col))
+}
+
+/// Renders `text` safe for a terminal (R8.12): ESC as `\e`, every other
+/// control character (C0 but tab, DEL, C1) as `\xNN` or `\u{NN}`, so a
+/// process or file name cannot move the cursor, recolour the terminal or
+/// fake a line. Used for every line stallguard writes itself (`run`) and
+/// for every value `list` and `describe` print.
+pub(crate) fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(|c| c.is_control() && c != '\t') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\t' => out.push(c),
+            '\x1b' => out.push_str("\\e"),
+            c if (c as u32) < 0x80 && c.is_control() => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::printable;
+
+    // R8.12: escapes from names never reach the terminal raw.
+    #[test]
+    fn control_characters_are_shown_escaped() {
+        assert_eq!(printable("sleep[12] S"), "sleep[12] S");
+        assert_eq!(printable("a\x1b[31mred\x07"), "a\\e[31mred\\x07");
+        assert_eq!(printable("two\nlines\r"), "two\\x0alines\\x0d");
+        assert_eq!(printable("c1\u{9b}2J\tok"), "c1\\u{9b}2J\tok");
+    }
 }

@@ -170,9 +170,28 @@ pub(crate) fn details(t: &Value) -> String {
             field("refused", counts.join(", "));
         }
     }
+    // R5.6, R4.3: what the task left running in the background.
+    if let Some(background) = t.get("background").and_then(Value::as_array) {
+        for b in background {
+            let launch = b
+                .get("launch_id")
+                .map_or_else(String::new, |l| format!(", launched by {}", text(l)));
+            field(
+                "background",
+                format!("{} ({}{launch})", text(&b["id"]), text(&b["kind"])),
+            );
+        }
+    }
+    if t.get("unnamed_background").and_then(Value::as_bool) == Some(true) {
+        field("background", "a task the record could not name".into());
+    }
     match t.get("children").and_then(Value::as_array) {
         Some(children) => {
-            for c in children {
+            // A zombie has exited and holds no work: it is not listed as a
+            // child at work, only counted (R5.5).
+            let (zombies, live): (Vec<&Value>, Vec<&Value>) =
+                children.iter().partition(|c| c["state"] == "zombie");
+            for c in live {
                 field(
                     "child",
                     format!(
@@ -183,6 +202,16 @@ pub(crate) fn details(t: &Value) -> String {
                     ),
                 );
             }
+            if !zombies.is_empty() {
+                let names: Vec<String> = zombies
+                    .iter()
+                    .map(|c| format!("{}[{}]", text(&c["name"]), text(&c["pid"])))
+                    .collect();
+                field(
+                    "zombies",
+                    format!("{} exited, not yet reaped", names.join(", ")),
+                );
+            }
         }
         None => field("children", "unknown".into()),
     }
@@ -191,15 +220,20 @@ pub(crate) fn details(t: &Value) -> String {
 
 fn phase(t: &Value) -> String {
     match t["phase"].as_str() {
-        Some("executing") => format!("executing {} tools", text(&t["tools"])),
+        Some("executing") => match t["tools"].as_u64() {
+            Some(1) => "executing 1 tool".into(),
+            _ => format!("executing {} tools", text(&t["tools"])),
+        },
         Some(p) => p.to_owned(),
         None => "-".into(),
     }
 }
 
+/// A value as printed; names and steps come from the watched processes, so
+/// control characters are shown escaped (R8.12).
 fn text(v: &Value) -> String {
     match v {
-        Value::String(s) => s.clone(),
+        Value::String(s) => super::console::printable(s).into_owned(),
         Value::Null => "-".into(),
         other => other.to_string(),
     }
@@ -208,4 +242,46 @@ fn text(v: &Value) -> String {
 fn ms(v: &Value) -> String {
     v.as_u64()
         .map_or_else(|| "-".into(), |ms| format!("{:.1}s", ms as f64 / 1000.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    // R4.2, R5.6, R5.5, issue 24: one tool in the singular, the background
+    // record listed, zombies not listed as children at work.
+    #[test]
+    fn describe_says_one_tool_lists_background_and_sets_zombies_apart() {
+        let t = json!({
+            "name": "agent", "state": "monitoring", "phase": "executing", "tools": 1,
+            "last_call": {"id": "toolu_1", "name": "Bash(sleep 4)", "started": {"age_ms": 3000}},
+            "background": [{"id": "b9miywpi3", "launch_id": "toolu_1", "kind": "command"}],
+            "unnamed_background": true,
+            "children": [
+                {"name": "sleep", "pid": 12, "state": "sleeping"},
+                {"name": "bash", "pid": 13, "state": "zombie"}
+            ]
+        });
+        let d = details(&t);
+        assert!(d.contains("phase          executing 1 tool\n"), "{d}");
+        assert!(
+            d.contains("Bash(sleep 4) (toolu_1), running for 3.0s"),
+            "{d}"
+        );
+        assert!(
+            d.contains("background     b9miywpi3 (command, launched by toolu_1)"),
+            "{d}"
+        );
+        assert!(d.contains("a task the record could not name"), "{d}");
+        assert!(d.contains("child          sleep[12] sleeping"), "{d}");
+        assert!(!d.contains("child          bash[13]"), "{d}");
+        assert!(
+            d.contains("zombies        bash[13] exited, not yet reaped"),
+            "{d}"
+        );
+        let two = json!({"name": "x", "state": "working", "phase": "executing", "tools": 2});
+        assert!(details(&two).contains("executing 2 tools"));
+        assert!(rows(&[t]).contains("executing 1 tool "));
+    }
 }

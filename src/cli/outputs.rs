@@ -26,6 +26,9 @@ use super::pty::Pty;
 /// pumps.
 pub(crate) struct Outputs {
     kind: Kind,
+    /// The command's ends (stdout, stderr) until it has them; `None` for
+    /// two pipes, which std makes at the spawn.
+    ends: Option<(OwnedFd, OwnedFd)>,
 }
 
 enum Kind {
@@ -38,40 +41,61 @@ enum Kind {
 }
 
 impl Outputs {
-    /// Sets `command`'s stdout and stderr: a pty each (one for both when
-    /// ours are the same open file) when `pty`, else one pipe for both
-    /// when ours are the same open file, else two pipes.
-    ///
-    /// The child's ends are held by `command` until it is dropped: drop it
-    /// right after the spawn, or the pumps never see the end of the output.
-    /// `shared` is [`same_open_file`] of our stdout and stderr.
-    pub(crate) fn prepare(command: &mut Command, pty: bool, shared: bool) -> io::Result<Outputs> {
+    /// Opens the command's outputs: a pty each (one for both when ours are
+    /// the same open file) when `pty`, else one pipe for both when ours
+    /// are the same open file, else two pipes. `shared` is
+    /// [`same_open_file`] of our stdout and stderr. Give them to a command
+    /// with [`Outputs::wire`]; after the spawn, [`Outputs::spawned`].
+    pub(crate) fn prepare(pty: bool, shared: bool) -> io::Result<Outputs> {
         if pty {
             let mut out = Pty::open()?;
             let slave = out.take_slave()?;
-            command.stdout(Stdio::from(slave.try_clone()?));
             let mut ptys = vec![(out, Stream::Stdout)];
-            if shared {
-                command.stderr(Stdio::from(slave));
+            let err_end = if shared {
+                slave.try_clone()?
             } else {
                 let mut err = Pty::open()?;
-                command.stderr(Stdio::from(err.take_slave()?));
+                let end = err.take_slave()?;
                 ptys.push((err, Stream::Stderr));
-            }
+                end
+            };
             return Ok(Outputs {
                 kind: Kind::Ptys(ptys),
+                ends: Some((slave, err_end)),
             });
         }
         if shared {
             let (read, write) = pipe()?;
-            command.stdout(Stdio::from(write.try_clone()?));
-            command.stderr(Stdio::from(write));
             return Ok(Outputs {
                 kind: Kind::Shared(Some(read)),
+                ends: Some((write.try_clone()?, write)),
             });
         }
-        command.stdout(Stdio::piped()).stderr(Stdio::piped());
-        Ok(Outputs { kind: Kind::Pipes })
+        Ok(Outputs {
+            kind: Kind::Pipes,
+            ends: None,
+        })
+    }
+
+    /// Sets `command`'s stdout and stderr to the command's ends (copies:
+    /// `command` holds them until it is dropped, so drop it right after
+    /// the spawn, or the pumps never see the end of the output).
+    pub(crate) fn wire(&self, command: &mut Command) -> io::Result<()> {
+        match &self.ends {
+            Some((out, err)) => {
+                command.stdout(Stdio::from(out.try_clone()?));
+                command.stderr(Stdio::from(err.try_clone()?));
+            }
+            None => {
+                command.stdout(Stdio::piped()).stderr(Stdio::piped());
+            }
+        }
+        Ok(())
+    }
+
+    /// Closes stallguard's copies of the command's ends, once it has them.
+    pub(crate) fn spawned(&mut self) {
+        self.ends = None;
     }
 
     /// Whether the command's outputs are pseudo-terminals (`--pty`).

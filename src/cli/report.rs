@@ -90,28 +90,31 @@ pub(crate) fn verdict_line(profile: &Profile, kind: &EventKind) -> Option<String
             children,
             ..
         } => {
-            let limit = match budget {
-                Budget::Idle => profile.idle_budget(),
-                Budget::Execution => profile.execution_budget(),
-                Budget::Startup => profile.startup_budget(),
+            // Name the budget the user set: an unset startup or execution
+            // budget is the idle one (R2.2, R2.3), so the line says idle.
+            let (name, limit) = match budget {
+                Budget::Execution if profile.execution.is_some() => {
+                    ("execution", profile.execution_budget())
+                }
+                Budget::Startup if profile.startup.is_some() => {
+                    ("startup", profile.startup_budget())
+                }
+                _ => ("idle", profile.idle_budget()),
             };
-            let mut l = format!("stallguard: {budget} budget");
+            let mut l = format!("stallguard: {name} budget");
             if let Some(limit) = limit {
                 l.push_str(&format!(" {}", humantime::format_duration(limit)));
             }
-            l.push_str(&format!(" exceeded: no output for {}", secs(*silent)));
+            l.push_str(" exceeded");
+            if *budget == Budget::Startup && profile.startup.is_none() {
+                l.push_str(" before any output");
+            }
+            l.push_str(&format!(": no output for {}", secs(*silent)));
             match terminate_after {
                 0 => l.push_str(&format!(" (strike {strike}, notify only)")),
                 t => l.push_str(&format!(" (strike {strike} of {t})")),
             }
-            // The core's fallback step ("last signal: output") repeats
-            // what "no output for" already says; a STATUS= step does not.
-            if let Some(step) = last_step
-                .as_ref()
-                .filter(|s| !s.starts_with("last signal: output"))
-            {
-                l.push_str(&format!("; last step: {step}"));
-            }
+            l.push_str(&step_clause(last_step.as_deref()));
             if let Some(children) = children {
                 l.push_str(&format!("; suspects: {}", suspects(children)));
             }
@@ -137,6 +140,10 @@ pub(crate) fn verdict_line(profile: &Profile, kind: &EventKind) -> Option<String
             "stallguard: still running after the {} grace period: {signal}",
             humantime::format_duration(profile.grace_period)
         ),
+        // R8.12: the core's 100-year limit, not the profile's max-deadline.
+        EventKind::ExtensionRefused { allowed, .. } if *allowed == stallguard::MAX_DURATION => {
+            "stallguard: extension refused: EXTEND_TIMEOUT_USEC asked for more than 100 years; the deadline stays".to_owned()
+        }
         EventKind::ExtensionRefused { requested, allowed } => format!(
             "stallguard: extension refused: EXTEND_TIMEOUT_USEC asked for a deadline {} from the start, past max-deadline {}; the deadline stays",
             humantime::format_duration(*requested),
@@ -159,6 +166,20 @@ pub(crate) fn verdict_line(profile: &Profile, kind: &EventKind) -> Option<String
         _ => return None,
     };
     Some(line)
+}
+
+/// The stall line's account of the last step (R8.1, R5.10): the tool still
+/// running (`last step: tool "Bash(sleep 4)" still running`), a `STATUS=`
+/// step, or with neither the kind of the last signal (`last signal: cpu`).
+/// The core's fallback `last signal: output` repeats what "no output for"
+/// already says and is left out.
+fn step_clause(step: Option<&str>) -> String {
+    match step {
+        None => String::new(),
+        Some(s) if s.starts_with("last signal: output") => String::new(),
+        Some(s) if s.starts_with("last signal: ") => format!("; {s}"),
+        Some(s) => format!("; last step: {s}"),
+    }
 }
 
 /// Renders suspect children as `grep[1234] D (io_schedule)`.
@@ -346,6 +367,73 @@ mod tests {
             verdict_line(&profile, &kind).unwrap(),
             "stallguard: idle budget 3s exceeded: no output for 3.0s (strike 1 of 1); \
              suspects: grep[1234] D (io_schedule)"
+        );
+    }
+
+    fn stall(budget: Budget, last_step: Option<&str>) -> EventKind {
+        EventKind::Stalled {
+            budget,
+            strike: 1,
+            terminate_after: 1,
+            silent: Duration::from_secs(2),
+            last_step: last_step.map(str::to_owned),
+            children: None,
+        }
+    }
+
+    // R8.1, issue 24: with no tool in flight the core's fallback step is
+    // "last signal: cpu"; the line says it once, not "last step: last
+    // signal: cpu".
+    #[test]
+    fn stall_line_says_the_last_signal_without_calling_it_a_step() {
+        let profile = Profile::default().idle(Duration::from_secs(2));
+        let line = verdict_line(&profile, &stall(Budget::Idle, Some("last signal: cpu"))).unwrap();
+        assert!(
+            line.ends_with("(strike 1 of 1); last signal: cpu"),
+            "{line}"
+        );
+        assert!(!line.contains("last step"), "{line}");
+        let line = verdict_line(
+            &profile,
+            &stall(Budget::Idle, Some("tool \"Bash(sleep 4)\" still running")),
+        )
+        .unwrap();
+        assert!(
+            line.ends_with("; last step: tool \"Bash(sleep 4)\" still running"),
+            "{line}"
+        );
+    }
+
+    // R2.2, R2.3, issue 24: a budget the user never set is not named; the
+    // unset startup and execution budgets are the idle one.
+    #[test]
+    fn stall_line_names_only_budgets_the_user_set() {
+        let idle_only = Profile::default().idle(Duration::from_secs(2));
+        let line = verdict_line(&idle_only, &stall(Budget::Startup, None)).unwrap();
+        assert!(
+            line.starts_with(
+                "stallguard: idle budget 2s exceeded before any output: no output for 2.0s"
+            ),
+            "{line}"
+        );
+        let line = verdict_line(&idle_only, &stall(Budget::Execution, None)).unwrap();
+        assert!(
+            line.starts_with("stallguard: idle budget 2s exceeded"),
+            "{line}"
+        );
+        let set = idle_only
+            .clone()
+            .execution(Duration::from_secs(30))
+            .startup(Duration::from_secs(9));
+        let line = verdict_line(&set, &stall(Budget::Execution, None)).unwrap();
+        assert!(
+            line.starts_with("stallguard: execution budget 30s exceeded"),
+            "{line}"
+        );
+        let line = verdict_line(&set, &stall(Budget::Startup, None)).unwrap();
+        assert!(
+            line.starts_with("stallguard: startup budget 9s exceeded"),
+            "{line}"
         );
     }
 }

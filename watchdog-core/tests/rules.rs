@@ -800,6 +800,56 @@ fn background_tasks_make_the_owner_monitoring_and_busy() {
     assert!(!guard.is_busy());
 }
 
+// R4.3, R5.6, R5.10: a monitoring task waits in silence for the background
+// task it launched (`claude -p` writes nothing until its background shell
+// ends): the execution budget holds, and idle applies again once the
+// record is empty.
+#[test]
+fn a_running_background_task_holds_the_execution_budget() {
+    let (guard, rec, _) = setup();
+    let t = guard
+        .start("agent", quiet().idle(secs(2)).execution(secs(30)))
+        .unwrap();
+    t.output(10, 1); // past startup
+    t.set_background(
+        vec![BackgroundTask {
+            id: "b9miywpi3".into(),
+            launch_id: Some("toolu_1".into()),
+            kind: BackgroundKind::Command,
+        }],
+        false,
+    );
+    guard.advance(secs(20));
+    assert_eq!(rec.types_for("agent"), ["started"]);
+    let s = t.status().unwrap();
+    assert_eq!(s.state, TaskState::Monitoring);
+    assert!(s
+        .budgets
+        .iter()
+        .any(|b| b.budget == "execution" && b.active));
+    t.set_background(vec![], false);
+    guard.advance(secs(2));
+    let stalled = rec
+        .events()
+        .into_iter()
+        .find(|e| e.kind.type_name() == "stalled")
+        .unwrap();
+    assert!(matches!(
+        stalled.kind,
+        EventKind::Stalled {
+            budget: Budget::Idle,
+            ..
+        }
+    ));
+    // The unnamed flag is a running task too.
+    let u = guard
+        .start("unnamed", quiet().idle(secs(2)).execution(secs(30)))
+        .unwrap();
+    u.set_background(vec![], true);
+    guard.advance(secs(10));
+    assert_eq!(rec.types_for("unnamed"), ["started"]);
+}
+
 // Bad input: each a clear error or a documented no-op, never a panic.
 #[test]
 fn bad_input_is_an_error_not_a_panic() {

@@ -9,8 +9,10 @@
 //! `result` (the end of the turn).
 
 use serde_json::Value;
+use watchdog_core::BackgroundKind;
 
 use super::{str_at, AgentEvent};
+use crate::background::{EndStatus, Provenance};
 
 /// Maps one Claude Code stream-json line to events.
 ///
@@ -33,10 +35,80 @@ pub fn parse<'v>(line: &'v Value, out: &mut Vec<AgentEvent<'v>>) {
             }
         }
         Some("result") => out.push(AgentEvent::TurnEnd),
-        Some("system") | Some("tool_progress") | Some("rate_limit_event") => {
-            out.push(AgentEvent::Other)
-        }
+        Some("system") => system(line, out),
+        Some("tool_progress") | Some("rate_limit_event") => out.push(AgentEvent::Other),
         _ => {}
+    }
+}
+
+/// A `system` line: init (the session), status (a working status holds
+/// the execution budget), and the background tasks' start, end and list.
+fn system<'v>(line: &'v Value, out: &mut Vec<AgentEvent<'v>>) {
+    let event = match str_at(line, "subtype") {
+        Some("init") => match str_at(line, "session_id") {
+            Some(id) if !id.is_empty() => AgentEvent::Session { id },
+            _ => AgentEvent::Other,
+        },
+        // `compacting` is the only status Claude Code 2.1 sends while it
+        // works with no tool in flight (it re-sends it every 30 s during a
+        // long compaction); `null` ends it, and `requesting` is never
+        // written to the stream.
+        Some("status") => match str_at(line, "status") {
+            Some(status @ "compacting") => AgentEvent::Working { status },
+            _ => AgentEvent::Other,
+        },
+        Some("task_started") => match str_at(line, "task_id") {
+            Some(task) => AgentEvent::TaskStarted {
+                task,
+                launch: str_at(line, "tool_use_id"),
+                kind: kind(line),
+                backgrounded: line.get("is_backgrounded").and_then(Value::as_bool) == Some(true),
+                from: provenance(line),
+            },
+            None => AgentEvent::Other,
+        },
+        Some("task_notification") => match (str_at(line, "task_id"), str_at(line, "status")) {
+            (Some(task), Some(status)) => AgentEvent::TaskEnded {
+                task,
+                launch: str_at(line, "tool_use_id"),
+                status: EndStatus::from_wire(status),
+            },
+            _ => AgentEvent::Other,
+        },
+        Some("background_tasks_changed") => match line.get("tasks").and_then(Value::as_array) {
+            Some(tasks) => AgentEvent::TaskInventory(
+                tasks
+                    .iter()
+                    .filter_map(|t| Some((str_at(t, "task_id")?, kind(t))))
+                    .collect(),
+            ),
+            None => AgentEvent::Other,
+        },
+        _ => AgentEvent::Other,
+    };
+    out.push(event);
+}
+
+/// A task's kind from its `task_type` (`local_bash` is a shell).
+fn kind(v: &Value) -> BackgroundKind {
+    match str_at(v, "task_type") {
+        Some("local_bash") => BackgroundKind::Command,
+        Some(t) if t.contains("monitor") => BackgroundKind::Monitor,
+        Some(t) if t.contains("workflow") => BackgroundKind::Workflow,
+        _ => BackgroundKind::Unknown,
+    }
+}
+
+/// A launch row of a subagent (`owned_by_subagent`, or a
+/// `parent_tool_use_id`) is the subagent's own work.
+fn provenance(line: &Value) -> Provenance<'_> {
+    let parent = str_at(line, "parent_tool_use_id").filter(|p| !p.is_empty());
+    if parent.is_some() || line.get("owned_by_subagent").and_then(Value::as_bool) == Some(true) {
+        Provenance::Subagent {
+            parent_tool_use_id: parent,
+        }
+    } else {
+        Provenance::Agent
     }
 }
 
@@ -59,7 +131,9 @@ fn blocks<'v>(line: &'v Value, out: &mut Vec<AgentEvent<'v>>) {
         match str_at(block, "type") {
             Some("tool_use") | Some("server_tool_use") | Some("mcp_tool_use") => {
                 if let (Some(id), Some(name)) = (str_at(block, "id"), str_at(block, "name")) {
-                    out.push(AgentEvent::ToolStarted { id, name });
+                    // A shell tool (Bash, run_shell_command) says its command.
+                    let detail = block.get("input").and_then(|i| str_at(i, "command"));
+                    out.push(AgentEvent::ToolStarted { id, name, detail });
                 }
             }
             Some("tool_result") | Some("mcp_tool_result") => {

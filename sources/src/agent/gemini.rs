@@ -26,7 +26,8 @@ pub fn parse<'v>(line: &'v Value, out: &mut Vec<AgentEvent<'v>>) {
     match str_at(line, "type") {
         Some("tool_use") => {
             if let (Some(id), Some(name)) = (str_at(line, "tool_id"), str_at(line, "tool_name")) {
-                out.push(AgentEvent::ToolStarted { id, name });
+                let detail = line.get("parameters").and_then(|p| str_at(p, "command"));
+                out.push(AgentEvent::ToolStarted { id, name, detail });
             }
         }
         Some("tool_result") => {

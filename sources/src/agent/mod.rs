@@ -21,16 +21,21 @@
 pub mod claude_code;
 pub mod codex;
 pub mod gemini;
+mod names;
 pub mod qwen;
+mod tasks;
+
+pub use names::{call_name, MAX_SHOWN_COMMAND};
 
 use std::collections::HashSet;
 use std::fmt;
 use std::str::FromStr;
 
 use serde_json::Value;
-use watchdog_core::{CallOutcome, Recorder};
+use watchdog_core::{BackgroundKind, CallOutcome, Recorder};
 
 use crate::args::anthropic::AnthropicStream;
+use crate::background::{EndStatus, Provenance};
 use crate::tools::MAX_CALL_ID;
 
 /// The longest line parsed as an event, in bytes (4 MiB); longer lines are
@@ -134,7 +139,7 @@ impl FromStr for Format {
 /// let line = serde_json::json!({"type":"tool_use","tool_name":"run_shell_command","tool_id":"t1","parameters":{}});
 /// let mut out = Vec::new();
 /// Format::Gemini.parse(&line, &mut out);
-/// assert_eq!(out, [AgentEvent::ToolStarted { id: "t1", name: "run_shell_command" }]);
+/// assert_eq!(out, [AgentEvent::ToolStarted { id: "t1", name: "run_shell_command", detail: None }]);
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
@@ -145,6 +150,23 @@ pub enum AgentEvent<'v> {
         id: &'v str,
         /// The tool's name, e.g. `Bash`.
         name: &'v str,
+        /// For a shell tool, the command it runs (shown, truncated and
+        /// sanitised, in the call's name: `Bash(sleep 4)`).
+        detail: Option<&'v str>,
+    },
+    /// A tool call reported only as completed (a Codex `file_change`,
+    /// written once the patch is applied): if `id` is in flight it
+    /// finishes; otherwise it is recorded as a call that ran whole, with no
+    /// execution budget and no change to the in-flight set.
+    ToolCompleted {
+        /// The call id.
+        id: &'v str,
+        /// The tool's name.
+        name: &'v str,
+        /// As in [`AgentEvent::ToolStarted`].
+        detail: Option<&'v str>,
+        /// False when the tool failed.
+        ok: bool,
     },
     /// Call `id` returned; `ok` is false for an error result.
     ToolFinished {
@@ -158,6 +180,46 @@ pub enum AgentEvent<'v> {
     Partial(&'v Value),
     /// Text from the model.
     Text,
+    /// The agent is working with no tool in flight (Claude Code's
+    /// `system`/`status` `compacting`): the execution budget holds until
+    /// the next event line (R5.10).
+    Working {
+        /// The status word, e.g. `compacting`.
+        status: &'v str,
+    },
+    /// A task the agent tracks started (Claude Code `system`/`task_started`);
+    /// it is a background task (R5.6) once `backgrounded`, or once its
+    /// launching call returned while it still runs.
+    TaskStarted {
+        /// The task's id.
+        task: &'v str,
+        /// The call that launched it, when named.
+        launch: Option<&'v str>,
+        /// Its kind.
+        kind: BackgroundKind,
+        /// Launched to the background from the start (`run_in_background`).
+        backgrounded: bool,
+        /// The agent itself or one of its subagents.
+        from: Provenance<'v>,
+    },
+    /// A task ended (Claude Code `system`/`task_notification`).
+    TaskEnded {
+        /// The task's id.
+        task: &'v str,
+        /// The call that launched it, when named.
+        launch: Option<&'v str>,
+        /// What the notification says.
+        status: EndStatus,
+    },
+    /// The complete list of background tasks still running (Claude Code
+    /// `system`/`background_tasks_changed`): an inventory (R5.6).
+    TaskInventory(Vec<(&'v str, BackgroundKind)>),
+    /// The session the agent runs in (Claude Code `system`/`init`): a new
+    /// session id clears the background record (R5.6).
+    Session {
+        /// The session id.
+        id: &'v str,
+    },
     /// The turn ended (a result, a completed or failed turn).
     TurnEnd,
     /// A known event that carries no signal (init, usage, heartbeats).
@@ -190,6 +252,11 @@ pub struct StreamCounts {
     pub refused: u64,
     /// Turns ended.
     pub turns: u64,
+    /// Tool calls reported only as completed, recorded as run whole.
+    pub tools_whole: u64,
+    /// Background-task reports the record did not apply (a subagent's
+    /// launch, an end naming no recorded task, a bad id).
+    pub background_skipped: u64,
 }
 
 /// Reads one agent CLI's JSON-lines stream and reports what it says to a
@@ -220,6 +287,7 @@ pub struct AgentStream {
     recorder: Recorder,
     partial: AnthropicStream,
     in_flight: HashSet<String>,
+    tasks: tasks::Tasks,
     line: Vec<u8>,
     /// The current line passed [`MAX_EVENT_LINE`]: skip to its end.
     oversized: bool,
@@ -245,6 +313,7 @@ impl AgentStream {
         AgentStream {
             format,
             partial: AnthropicStream::new(recorder.clone()),
+            tasks: tasks::Tasks::new(recorder.clone()),
             recorder,
             in_flight: HashSet::new(),
             line: Vec::new(),
@@ -307,6 +376,7 @@ impl AgentStream {
         if !self.line.is_empty() || self.oversized {
             self.end_line();
         }
+        self.tasks.release_hold(&mut self.counts);
         self.abandon_calls();
     }
 
@@ -318,6 +388,12 @@ impl AgentStream {
     /// Returns how many of the agent's tool calls are in flight.
     pub fn in_flight(&self) -> usize {
         self.in_flight.len()
+    }
+
+    /// Returns the background tasks the agent runs (R5.6), as pushed to
+    /// the task's status.
+    pub fn background(&self) -> &[watchdog_core::BackgroundTask] {
+        self.tasks.record().tasks()
     }
 
     /// Returns the format being read.
@@ -360,6 +436,8 @@ impl AgentStream {
             self.counts.plain += 1;
         } else {
             self.counts.events += 1;
+            // A working status holds only until the next event (R5.10).
+            self.tasks.release_hold(&mut self.counts);
         }
         for event in events {
             self.apply(event);
@@ -368,7 +446,54 @@ impl AgentStream {
 
     fn apply(&mut self, event: AgentEvent<'_>) {
         match event {
-            AgentEvent::ToolStarted { id, name } => self.started(id, name),
+            AgentEvent::ToolStarted { id, name, detail } => {
+                self.started(id, &call_name(name, detail));
+            }
+            AgentEvent::ToolCompleted {
+                id,
+                name,
+                detail,
+                ok,
+            } => {
+                let outcome = if ok {
+                    CallOutcome::Success
+                } else {
+                    CallOutcome::Error
+                };
+                if self.in_flight.contains(id) {
+                    self.finished(id, outcome);
+                } else {
+                    self.whole(id, &call_name(name, detail), outcome);
+                }
+            }
+            AgentEvent::Working { status } => self.tasks.hold(status, &mut self.counts),
+            AgentEvent::TaskStarted {
+                task,
+                launch,
+                kind,
+                backgrounded,
+                from,
+            } => {
+                let in_flight = launch.is_some_and(|l| self.in_flight.contains(l));
+                self.tasks.started(
+                    tasks::Started {
+                        task,
+                        launch,
+                        kind,
+                        backgrounded,
+                        from,
+                    },
+                    in_flight,
+                    &mut self.counts,
+                );
+            }
+            AgentEvent::TaskEnded {
+                task,
+                launch,
+                status,
+            } => self.tasks.ended(task, launch, status, &mut self.counts),
+            AgentEvent::TaskInventory(items) => self.tasks.inventory(&items, &mut self.counts),
+            AgentEvent::Session { id } => self.tasks.session(id),
             AgentEvent::ToolFinished { id, ok } => {
                 let outcome = if ok {
                     CallOutcome::Success
@@ -386,6 +511,7 @@ impl AgentStream {
                 self.counts.turns += 1;
                 self.partial.turn_end();
                 self.abandon_calls();
+                self.tasks.turn_end();
             }
         }
     }
@@ -400,16 +526,7 @@ impl AgentStream {
             self.counts.refused += 1;
             return;
         }
-        // The name reaches stderr lines and terminals: no control bytes.
-        let name: std::borrow::Cow<'_, str> = if name.chars().any(char::is_control) {
-            name.chars()
-                .map(|c| if c.is_control() { '?' } else { c })
-                .collect::<String>()
-                .into()
-        } else {
-            name.into()
-        };
-        match self.recorder.tool_started(id, &name) {
+        match self.recorder.tool_started(id, name) {
             Ok(()) => {
                 self.in_flight.insert(id.to_owned());
                 self.counts.tools_started += 1;
@@ -427,6 +544,27 @@ impl AgentStream {
         }
         match self.recorder.tool_finished(id, outcome) {
             Ok(()) => self.counts.tools_finished += 1,
+            Err(_) => self.counts.refused += 1,
+        }
+        // A task that outlives the call that launched it runs in the
+        // background from now on (R5.6).
+        self.tasks.call_returned(id, &mut self.counts);
+    }
+
+    /// Records a call reported only as completed: started and finished at
+    /// once, so the last call shows it and the in-flight set is untouched.
+    fn whole(&mut self, id: &str, name: &str, outcome: CallOutcome) {
+        let bad = |s: &str| s.is_empty() || s.len() > MAX_CALL_ID;
+        if bad(id) || bad(name) {
+            self.counts.refused += 1;
+            return;
+        }
+        let ran = self
+            .recorder
+            .tool_started(id, name)
+            .and_then(|()| self.recorder.tool_finished(id, outcome));
+        match ran {
+            Ok(()) => self.counts.tools_whole += 1,
             Err(_) => self.counts.refused += 1,
         }
     }

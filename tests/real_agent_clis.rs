@@ -1,0 +1,528 @@
+//! The real agent CLIs, headless, through `stallguard run --stream` (R5.10,
+//! R5.6, R4.3, R2.2, R8.2), against a scripted model server on loopback
+//! (tests/agent_mock.py: the Anthropic Messages and OpenAI Responses
+//! streaming APIs, just enough for one turn).
+//!
+//! The CLIs are the npm packages `.ci/run` installs into
+//! `target/agent-clis` (or the directory `STALLGUARD_AGENT_CLIS` names):
+//! `@anthropic-ai/claude-code`, `@openai/codex` and `@google/gemini-cli`
+//! (the mock also speaks Gemini's `streamGenerateContent`). A test whose CLI (or
+//! `python3`, for the mock) is absent prints `SKIPPED` with the reason and
+//! passes. The CLIs run with a fresh `HOME`, a dummy API key, and their
+//! telemetry, update checks and other traffic off; the mock answers on
+//! 127.0.0.1 only.
+//!
+//! Budgets: idle 2 s, execution 30 s, startup 30 s (a CLI's own start on a
+//! loaded machine is not what is tested). The model's tool call is a silent
+//! `sleep 4`: twice the idle budget, far under the execution budget. Real
+//! processes are involved, so the waits are real, with a 60 s bound.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+mod common;
+use common::{events, stallguard, types};
+
+/// Generous bound for one CLI run of a few seconds.
+const BOUND: Duration = Duration::from_secs(60);
+
+/// One CLI at a time: on 2 shared cores, two CLIs starting at once could
+/// stretch a gap between their lines toward the 2 s idle budget.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+const CONFIG: &str = "[defaults]\nidle = \"2s\"\nexecution = \"30s\"\nstartup = \"30s\"\n";
+
+#[derive(Clone, Copy, PartialEq)]
+enum Cli {
+    Claude,
+    Codex,
+    Gemini,
+}
+
+impl Cli {
+    fn bin(self) -> &'static str {
+        match self {
+            Cli::Claude => "claude",
+            Cli::Codex => "codex",
+            Cli::Gemini => "gemini",
+        }
+    }
+
+    fn format(self) -> &'static str {
+        match self {
+            Cli::Claude => "claude-code",
+            Cli::Codex => "codex",
+            Cli::Gemini => "gemini",
+        }
+    }
+
+    /// The installed CLI, or why the test is skipped.
+    fn path(self) -> Result<PathBuf, String> {
+        let dir = std::env::var_os("STALLGUARD_AGENT_CLIS")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/agent-clis"));
+        let bin = dir.join("node_modules/.bin").join(self.bin());
+        if !bin.exists() {
+            return Err(format!(
+                "{} is not installed at {} (`.ci/run` installs it with npm)",
+                self.bin(),
+                bin.display()
+            ));
+        }
+        if Command::new("python3")
+            .arg("--version")
+            .output()
+            .map_or(true, |o| !o.status.success())
+        {
+            return Err("python3 (for tests/agent_mock.py) is not on PATH".into());
+        }
+        Ok(bin)
+    }
+}
+
+/// The mock model server, killed (by its own pid) when dropped.
+struct Mock {
+    child: Child,
+    port: u16,
+}
+
+impl Mock {
+    fn start(script: &str) -> Mock {
+        let mut child = Command::new("python3")
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agent_mock.py"))
+            .arg(script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 runs");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx.recv_timeout(BOUND).expect("the mock printed its port");
+        let port = line
+            .trim()
+            .strip_prefix("PORT ")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("mock said {line:?}"));
+        Mock { child, port }
+    }
+}
+
+impl Drop for Mock {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A scratch directory: `stallguard.toml`, the CLI's `HOME` and its
+/// working directory.
+struct Scratch {
+    dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    fn new() -> Scratch {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("stallguard.toml"), CONFIG).unwrap();
+        std::fs::create_dir_all(dir.path().join("home/.codex")).unwrap();
+        // Gemini CLI: an API key as the auth method, no folder-trust
+        // prompt, no telemetry, usage statistics or update check.
+        std::fs::create_dir_all(dir.path().join("home/.gemini")).unwrap();
+        std::fs::write(
+            dir.path().join("home/.gemini/settings.json"),
+            r#"{"security":{"auth":{"selectedType":"gemini-api-key"},"folderTrust":{"enabled":false}},"telemetry":{"enabled":false},"general":{"disableAutoUpdate":true},"privacy":{"usageStatisticsEnabled":false}}"#,
+        )
+        .unwrap();
+        Scratch { dir }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// `stallguard` with the CLI's environment, and the CLI's command line
+/// (after `--`), headless against `mock`.
+struct Agent {
+    stallguard: Command,
+    argv: Vec<String>,
+}
+
+/// The CLI's command line and environment, headless against `mock`.
+fn agent_command(cli: Cli, bin: &Path, mock: &Mock, home: &Path, prompt: &[&str]) -> Agent {
+    let mut c = stallguard(home.parent().unwrap());
+    c.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("DISABLE_ERROR_REPORTING", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("CODEX_HOME", home.join(".codex"))
+        .env("NO_COLOR", "1");
+    let base = format!("http://127.0.0.1:{}", mock.port);
+    match cli {
+        Cli::Claude => {
+            c.env("ANTHROPIC_BASE_URL", &base)
+                .env("ANTHROPIC_API_KEY", "dummy");
+        }
+        Cli::Codex => {
+            c.env("OPENAI_API_KEY", "dummy");
+        }
+        Cli::Gemini => {
+            c.env("GEMINI_API_KEY", "dummy")
+                .env("GOOGLE_GEMINI_BASE_URL", &base)
+                .env("GEMINI_CLI_NO_RELAUNCH", "1");
+        }
+    }
+    c.arg("run");
+    let argv: Vec<String> = match cli {
+        Cli::Claude => [bin.to_str().unwrap(), "-p"]
+            .into_iter()
+            .chain(prompt.iter().copied())
+            .chain([
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--allowedTools",
+                "Bash",
+            ])
+            .map(str::to_owned)
+            .collect(),
+        Cli::Codex => {
+            let provider = format!(
+                "model_providers.mock={{name=\"mock\",base_url=\"{base}/v1\",wire_api=\"responses\",env_key=\"OPENAI_API_KEY\"}}"
+            );
+            [
+                bin.to_str().unwrap(),
+                "exec",
+                "--json",
+                "--skip-git-repo-check",
+                "--dangerously-bypass-approvals-and-sandbox",
+                "-c",
+                "model_provider=mock",
+                "-c",
+                "model=mock-model",
+                "-c",
+                &provider,
+            ]
+            .into_iter()
+            .chain(prompt.iter().copied())
+            .map(str::to_owned)
+            .collect()
+        }
+        Cli::Gemini => [bin.to_str().unwrap(), "-p"]
+            .into_iter()
+            .chain(prompt.iter().copied())
+            .chain(["--output-format", "stream-json", "--yolo"])
+            .map(str::to_owned)
+            .collect(),
+    };
+    Agent {
+        stallguard: c,
+        argv,
+    }
+}
+
+/// Runs the CLI through `stallguard run STALLGUARD_ARGS -- CLI ...` to its
+/// end, within [`BOUND`].
+fn run(agent: Agent, stallguard_args: &[&str]) -> Output {
+    let child = spawn(agent, stallguard_args);
+    wait_bounded(child)
+}
+
+fn spawn(agent: Agent, stallguard_args: &[&str]) -> Child {
+    let Agent {
+        stallguard: mut cmd,
+        argv,
+    } = agent;
+    cmd.args(stallguard_args)
+        .arg("--")
+        .args(argv)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn wait_bounded(child: Child) -> Output {
+    let pid = child.id() as i32;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(BOUND) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            // SAFETY: kill(2) on the pid of our own unreaped child.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("stallguard did not finish within {BOUND:?}");
+        }
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Skips (prints why, passes) when the CLI cannot run here.
+macro_rules! cli_or_skip {
+    ($cli:expr) => {
+        match $cli.path() {
+            Ok(p) => p,
+            Err(why) => {
+                println!("SKIPPED: {why}");
+                return;
+            }
+        }
+    };
+}
+
+/// Every stdout line is one of the CLI's JSON events, passed unchanged.
+fn assert_json_lines(out: &Output) {
+    let stdout = text(&out.stdout);
+    assert!(
+        !stdout.is_empty(),
+        "no stdout; stderr: {}",
+        text(&out.stderr)
+    );
+    for l in stdout.lines() {
+        serde_json::from_str::<serde_json::Value>(l)
+            .unwrap_or_else(|e| panic!("stdout line is not the CLI's JSON ({e}): {l}"));
+    }
+}
+
+/// Done-when 1: a silent 4 s tool under a 2 s idle budget completes with
+/// `--stream FORMAT`; the stall line never appears; stdout is the CLI's.
+fn silent_tool_completes(cli: Cli) {
+    let bin = cli_or_skip!(cli);
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mock = Mock::start("tool");
+    let s = Scratch::new();
+    let ev = s.path().join("events.jsonl");
+    let cmd = agent_command(cli, &bin, &mock, &s.path().join("home"), &["run it"]);
+    let out = run(
+        cmd,
+        &["--stream", cli.format(), "--events", ev.to_str().unwrap()],
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "stderr: {err}");
+    assert!(!err.contains("budget"), "{err}");
+    assert_json_lines(&out);
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("sleep 4"), "{stdout}");
+    let t = types(&events(&ev));
+    assert!(!t.iter().any(|t| t == "stalled"), "{t:?}");
+}
+
+/// Done-when 2: the same run with `--stream none` stalls (exit 124).
+fn silent_tool_stalls_without_stream(cli: Cli) {
+    let bin = cli_or_skip!(cli);
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mock = Mock::start("tool");
+    let s = Scratch::new();
+    let cmd = agent_command(cli, &bin, &mock, &s.path().join("home"), &["run it"]);
+    let out = run(cmd, &["--stream", "none"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(124), "stderr: {err}");
+    assert!(err.contains("stallguard: idle budget 2s exceeded"), "{err}");
+}
+
+/// Done-when 3: a model that hangs mid-stream is stopped on the idle
+/// budget, though `--stream` is on (no tool is in flight).
+fn hung_model_is_stopped_on_idle(cli: Cli) {
+    let bin = cli_or_skip!(cli);
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mock = Mock::start("hang");
+    let s = Scratch::new();
+    let cmd = agent_command(cli, &bin, &mock, &s.path().join("home"), &["run it"]);
+    let out = run(cmd, &["--stream", cli.format()]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(124), "stderr: {err}");
+    assert!(err.contains("stallguard: idle budget 2s exceeded"), "{err}");
+}
+
+#[test]
+fn claude_code_silent_tool_completes_under_stream() {
+    silent_tool_completes(Cli::Claude);
+}
+
+#[test]
+fn claude_code_silent_tool_stalls_with_stream_none() {
+    silent_tool_stalls_without_stream(Cli::Claude);
+}
+
+#[test]
+fn claude_code_hung_model_is_stopped_on_idle() {
+    hung_model_is_stopped_on_idle(Cli::Claude);
+}
+
+#[test]
+fn codex_silent_tool_completes_under_stream() {
+    silent_tool_completes(Cli::Codex);
+}
+
+#[test]
+fn codex_silent_tool_stalls_with_stream_none() {
+    silent_tool_stalls_without_stream(Cli::Codex);
+}
+
+#[test]
+fn codex_hung_model_is_stopped_on_idle() {
+    hung_model_is_stopped_on_idle(Cli::Codex);
+}
+
+#[test]
+fn gemini_silent_tool_completes_under_stream() {
+    silent_tool_completes(Cli::Gemini);
+}
+
+#[test]
+fn gemini_silent_tool_stalls_with_stream_none() {
+    silent_tool_stalls_without_stream(Cli::Gemini);
+}
+
+#[test]
+fn gemini_hung_model_is_stopped_on_idle() {
+    hung_model_is_stopped_on_idle(Cli::Gemini);
+}
+
+/// Done-when 4 (R5.6, R4.3): a Bash call with `run_in_background: true`
+/// makes the task `monitoring` (seen through the control socket's
+/// `describe`) while the shell runs; `claude -p` then waits 5-6 s in
+/// silence for it (held, not a stall) and ends with exit 0.
+#[test]
+fn claude_code_background_bash_makes_the_task_monitoring() {
+    let bin = cli_or_skip!(Cli::Claude);
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mock = Mock::start("background");
+    let s = Scratch::new();
+    let sock = s.path().join("sg.sock");
+    let cmd = agent_command(
+        Cli::Claude,
+        &bin,
+        &mock,
+        &s.path().join("home"),
+        &["run it"],
+    );
+    let child = spawn(
+        cmd,
+        &[
+            "--stream",
+            "claude-code",
+            "--socket",
+            sock.to_str().unwrap(),
+        ],
+    );
+    let start = Instant::now();
+    let mut seen = None;
+    while start.elapsed() < BOUND {
+        let out = stallguard(s.path())
+            .args(["describe", "--json", "--socket"])
+            .arg(&sock)
+            .output()
+            .unwrap();
+        if let Ok(serde_json::Value::Array(tasks)) = serde_json::from_slice(&out.stdout) {
+            if let Some(t) = tasks.iter().find(|t| t["state"] == "monitoring") {
+                // The shell runs about 5 s more: `list` and the text of
+                // `describe` show it too.
+                let list = stallguard(s.path())
+                    .args(["list", "--socket"])
+                    .arg(&sock)
+                    .output()
+                    .unwrap();
+                let describe = stallguard(s.path())
+                    .args(["describe", "--socket"])
+                    .arg(&sock)
+                    .output()
+                    .unwrap();
+                seen = Some((t.clone(), text(&list.stdout), text(&describe.stdout)));
+                break;
+            }
+            if !tasks.is_empty() && tasks.iter().all(|t| t["state"] == "finished") {
+                break;
+            }
+        }
+        if child_exited(&sock, start) {
+            break;
+        }
+        // Polling a real process's control socket.
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = wait_bounded(child);
+    let err = text(&out.stderr);
+    let (t, list, describe) = seen.unwrap_or_else(|| panic!("never monitoring; stderr: {err}"));
+    assert!(list.contains("monitoring"), "{list}");
+    assert!(
+        describe.contains("(command, launched by toolu_mock_"),
+        "{describe}"
+    );
+    let bg = t["background"].as_array().unwrap();
+    assert_eq!(bg.len(), 1, "{t}");
+    assert_eq!(bg[0]["kind"], "command", "{t}");
+    assert!(bg[0]["launch_id"]
+        .as_str()
+        .unwrap()
+        .starts_with("toolu_mock_"));
+    assert_eq!(out.status.code(), Some(0), "stderr: {err}");
+    assert!(!err.contains("budget"), "{err}");
+    assert_json_lines(&out);
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("\"subtype\":\"task_notification\""),
+        "{stdout}"
+    );
+}
+
+/// The socket is gone once stallguard is done (nothing more to poll).
+fn child_exited(sock: &Path, start: Instant) -> bool {
+    start.elapsed() > Duration::from_secs(5) && !sock.exists()
+}
+
+/// Runs a first turn (a session to compact), then `/compact` in it,
+/// through `stallguard run --stream STREAM`; returns the `/compact` run.
+fn compact_run(bin: &Path, stream: &str) -> Output {
+    let mock = Mock::start("compact");
+    let s = Scratch::new();
+    let home = s.path().join("home");
+    let out = run(
+        agent_command(Cli::Claude, bin, &mock, &home, &["say hi"]),
+        &["--stream", "claude-code"],
+    );
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    run(
+        agent_command(Cli::Claude, bin, &mock, &home, &["--continue", "/compact"]),
+        &["--stream", stream],
+    )
+}
+
+/// R5.10: Claude Code's `compacting` status holds the execution budget: a
+/// `/compact` whose summary request takes 4 s in silence completes under a
+/// 2 s idle budget with `--stream claude-code`, and stalls without it.
+#[test]
+fn claude_code_compaction_holds_the_execution_budget() {
+    let bin = cli_or_skip!(Cli::Claude);
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let out = compact_run(&bin, "claude-code");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "stderr: {err}");
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("\"status\":\"compacting\""), "{stdout}");
+    assert!(
+        stdout.contains("\"compact_result\":\"success\""),
+        "{stdout}"
+    );
+    let out = compact_run(&bin, "none");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(124), "stderr: {err}");
+    assert!(err.contains("stallguard: idle budget 2s exceeded"), "{err}");
+}
