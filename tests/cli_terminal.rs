@@ -5,7 +5,83 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const CLEAR_LINE: &str = "\r\x1b[2K";
+/// What a terminal shows for `screen`, row by row (trailing blanks cut):
+/// enough of a VT100 for the status line's sequences (save and restore
+/// the cursor, insert mode, delete characters, cursor left and right,
+/// erase in line). Other escape sequences are skipped.
+fn render(screen: &str) -> Vec<String> {
+    let chars: Vec<char> = screen.chars().collect();
+    let mut rows: Vec<Vec<char>> = vec![Vec::new()];
+    let (mut r, mut c) = (0usize, 0usize);
+    let mut saved = (0usize, 0usize);
+    let mut insert = false;
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '\r' => c = 0,
+            '\n' => {
+                r += 1;
+                if rows.len() <= r {
+                    rows.push(Vec::new());
+                }
+            }
+            '\x08' => c = c.saturating_sub(1),
+            '\x1b' => match chars.get(i + 1) {
+                Some('7') => {
+                    saved = (r, c);
+                    i += 1;
+                }
+                Some('8') => {
+                    (r, c) = saved;
+                    i += 1;
+                }
+                Some('[') => {
+                    let mut j = i + 2;
+                    let mut params = String::new();
+                    while j < chars.len() && !('\x40'..='\x7e').contains(&chars[j]) {
+                        params.push(chars[j]);
+                        j += 1;
+                    }
+                    let n = params.parse::<usize>().unwrap_or(1).max(1);
+                    let row = &mut rows[r];
+                    match (chars.get(j).copied().unwrap_or('?'), params.as_str()) {
+                        ('h', "4") => insert = true,
+                        ('l', "4") => insert = false,
+                        ('C', _) => c += n,
+                        ('D', _) => c = c.saturating_sub(n),
+                        ('P', _) if c < row.len() => {
+                            row.drain(c..(c + n).min(row.len()));
+                        }
+                        ('K', "2") => row.clear(),
+                        ('K', "") => row.truncate(c),
+                        _ => {}
+                    }
+                    i = j;
+                }
+                _ => i += 1,
+            },
+            ch if ch < ' ' => {}
+            ch => {
+                let row = &mut rows[r];
+                while row.len() < c {
+                    row.push(' ');
+                }
+                if insert {
+                    row.insert(c, ch);
+                } else if c < row.len() {
+                    row[c] = ch;
+                } else {
+                    row.push(ch);
+                }
+                c += 1;
+            }
+        }
+        i += 1;
+    }
+    rows.into_iter()
+        .map(|row| row.into_iter().collect::<String>().trim_end().to_owned())
+        .collect()
+}
 
 /// Runs `args` under `script`, so stallguard's stdout and stderr are a
 /// terminal; returns everything the terminal showed.
@@ -48,13 +124,9 @@ fn status_line_is_drawn_on_a_terminal_and_never_mixed_into_output() {
         screen.contains("elapsed | silent") && screen.contains("| strikes 0/1"),
         "no status line on the terminal: {screen:?}"
     );
-    // Every status draw starts by clearing its line, and the line is cleared
-    // again before the command writes: so each of the command's lines,
-    // with the clearing removed, stands alone.
-    let lines: Vec<String> = screen
-        .split("\r\n")
-        .map(|l| l.rsplit(CLEAR_LINE).next().unwrap_or(l).to_owned())
-        .collect();
+    // The status line is erased before the command writes: on the
+    // screen, each of the command's lines stands alone.
+    let lines = render(&screen);
     for word in ["first", "second"] {
         assert!(
             lines.iter().any(|l| l == word),
@@ -520,4 +592,67 @@ fn on_input_wait_pause_holds_a_prompt_then_the_budget_resumes() {
     );
     assert!(screen[got..].contains("sleeping (nanosleep)"), "{screen:?}");
     assert_eq!(code, Some(124), "{screen:?}");
+}
+
+// R8.11 / R8.4: what the user types ahead while the command is busy is
+// echoed after the status line; two redraws later, and after the
+// command's next output, it is still on the screen (the command's output
+// follows it, as without stallguard), and the status line is gone.
+#[test]
+fn typeahead_stays_on_screen_through_two_redraws() {
+    let cmd = format!(
+        "{} run --idle 20s -- sh -c 'echo ready; sleep 5; echo done'",
+        env!("CARGO_BIN_EXE_stallguard")
+    );
+    // Typed once the first status line is on screen.
+    let Some((code, screen)) = on_a_pty(&cmd, &[("elapsed", b"typed-ahead", Duration::ZERO)])
+    else {
+        return;
+    };
+    assert_eq!(code, Some(0), "{screen:?}");
+    let typed = screen.find("typed-ahead").expect("no echo of the typing");
+    assert!(
+        status_figures(&screen[typed..]).len() >= 2,
+        "fewer than two redraws after the typing: {screen:?}"
+    );
+    let rows = render(&screen);
+    assert!(
+        rows.iter().any(|r| r == "typed-aheaddone"),
+        "the typed text was erased: {rows:?} from {screen:?}"
+    );
+    assert!(
+        !rows.iter().any(|r| r.contains("elapsed")),
+        "a status line was left on screen: {rows:?}"
+    );
+}
+
+// R8.11 with R2.8 / R8.1: under --pty the command's outputs are a pty of
+// stallguard's, but its group still takes the user's terminal: Ctrl-Z
+// stops it and stallguard, `fg` resumes both, and the pause is no stall.
+#[test]
+fn ctrl_z_then_fg_works_with_pty() {
+    let Some(screen) = ctrl_z_held_then_fg(
+        "--pty --idle 1s -- sh -c 'echo p\"\"id=$$ rea\"\"dy; [ -t 1 ] && echo on-a-\"\"tty; sleep 2; echo done-\"\"ok'",
+        &[
+            ("done-ok", b"echo r\"\"c=$?\n", Duration::ZERO),
+            ("rc=", b"exit\n", Duration::ZERO),
+        ],
+    ) else {
+        return;
+    };
+    assert!(
+        screen.contains("on-a-tty"),
+        "stdout is not a pty: {screen:?}"
+    );
+    assert!(
+        screen.contains("done-ok"),
+        "the command did not go on: {screen:?}"
+    );
+    assert!(screen.contains("rc=0"), "{screen:?}");
+    assert!(!screen.contains("budget"), "a stall was judged: {screen:?}");
+    let pid = printed_pid(&screen);
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists(),
+        "command {pid} left behind"
+    );
 }

@@ -155,6 +155,13 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "WHAT")]
     pub(crate) on_input_wait: Option<OnInputWait>,
 
+    /// Give the command a pseudo-terminal as stdout and stderr, so programs
+    /// that buffer a pipe (Python, C stdio) write line by line; they may
+    /// also add colours or progress bars [default: off, or the config's
+    /// `pty`].
+    #[arg(long)]
+    pub(crate) pty: bool,
+
     /// The command to run, and its arguments (after `--`).
     #[arg(required = true, trailing_var_arg = true, value_name = "CMD")]
     pub(crate) command: Vec<std::ffi::OsString>,

@@ -149,6 +149,7 @@ fn value(p: &Profile, r: &RunOptions, key: &str) -> String {
         "leak-timeout" => d(Some(r.leak_timeout)),
         "on-leftover" => r.on_leftover.as_str().into(),
         "on-input-wait" => r.on_input_wait.as_str().into(),
+        "pty" => r.pty.to_string(),
         _ => String::new(),
     }
 }

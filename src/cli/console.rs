@@ -5,8 +5,21 @@
 //! The status line is drawn only when stderr is a terminal, and only while
 //! the last byte written to stdout and to stderr ended a line (or nothing was
 //! written yet): a command that printed half a line keeps its line. It is
-//! erased (`\r` + clear-line) before any other write, so it never ends up
-//! inside the command's output.
+//! erased before any other write, so it never ends up inside the command's
+//! output.
+//!
+//! Typeahead (R8.11): what the user types while the command is busy is
+//! echoed by the terminal at the cursor, which stallguard cannot see. So
+//! the line is never drawn, redrawn or erased by clearing the cursor's
+//! row: it is inserted at the start of the row (insert mode), pushing
+//! anything typed there to the right, and the cursor goes back to where it
+//! was, past it; it is erased by deleting exactly its own characters from
+//! the start of the row, so the typed text slides back to column 0 and the
+//! cursor stays right after it. The command's next output then follows the
+//! typed text, as it would without stallguard. What this cannot follow is
+//! the cursor leaving the row (a typed Enter): the run loop checks the
+//! terminal's input queue and then forgets the line instead of touching it
+//! ([`Console::forget_status`]).
 
 use std::io::{self, Write};
 
@@ -22,7 +35,8 @@ pub(crate) enum Stream {
 #[derive(Debug)]
 struct State {
     /// A status line is on screen and must be erased before other output.
-    drawn: bool,
+    /// The width of the status line on screen, if one is drawn.
+    drawn: Option<usize>,
     stdout_at_line_start: bool,
     stderr_at_line_start: bool,
 }
@@ -32,21 +46,32 @@ struct State {
 pub(crate) struct Console {
     state: Mutex<State>,
     status_line: bool,
+    /// Our stdout and stderr are one open file (R8.11): a write to either
+    /// leaves both where it ended.
+    shared: bool,
 }
 
 /// Erases the current terminal line.
-const CLEAR_LINE: &[u8] = b"\r\x1b[2K";
+/// Saves the cursor (DECSC) and goes to the start of its row.
+const SAVE_AND_HOME: &[u8] = b"\x1b7\r";
+/// Insert mode on and off (IRM).
+const INSERT: &[u8] = b"\x1b[4h";
+const REPLACE: &[u8] = b"\x1b[4l";
+/// Restores the saved cursor (DECRC).
+const RESTORE: &[u8] = b"\x1b8";
 
 impl Console {
-    /// Creates a console; `status_line` enables R8.4's live line.
-    pub(crate) fn new(status_line: bool) -> Self {
+    /// Creates a console; `status_line` enables R8.4's live line; `shared`
+    /// says our stdout and stderr are the same open file (R8.11).
+    pub(crate) fn new(status_line: bool, shared: bool) -> Self {
         Console {
             state: Mutex::new(State {
-                drawn: false,
+                drawn: None,
                 stdout_at_line_start: true,
                 stderr_at_line_start: true,
             }),
             status_line,
+            shared,
         }
     }
 
@@ -79,6 +104,11 @@ impl Console {
                 s.stderr_at_line_start = bytes.ends_with(b"\n");
             }
         }
+        if self.shared {
+            let ended = bytes.ends_with(b"\n");
+            s.stdout_at_line_start = ended;
+            s.stderr_at_line_start = ended;
+        }
         Ok(())
     }
 
@@ -108,11 +138,37 @@ impl Console {
         if !(s.stdout_at_line_start && s.stderr_at_line_start) {
             return;
         }
+        let _ = Self::erase(&mut s);
         let mut err = io::stderr().lock();
-        let _ = err.write_all(CLEAR_LINE);
-        let _ = err.write_all(printable(text).as_bytes());
+        // Inserted before whatever the row holds (typeahead), then the
+        // cursor goes back past it: where it was, plus the line's width.
+        // Never wider than the row: a wrapped line cannot be deleted whole.
+        // R8.12: shown escaped, as every line of stallguard's own.
+        let text = printable(text);
+        let text: String = match columns() {
+            Some(c) => text.chars().take(c.saturating_sub(1)).collect(),
+            None => text.into_owned(),
+        };
+        let width = text.chars().count();
+        let mut draw = Vec::with_capacity(text.len() + 24);
+        draw.extend_from_slice(SAVE_AND_HOME);
+        draw.extend_from_slice(INSERT);
+        draw.extend_from_slice(text.as_bytes());
+        draw.extend_from_slice(REPLACE);
+        draw.extend_from_slice(RESTORE);
+        if width > 0 {
+            draw.extend_from_slice(format!("\x1b[{width}C").as_bytes());
+        }
+        let _ = err.write_all(&draw);
         let _ = err.flush();
-        s.drawn = true;
+        s.drawn = Some(width);
+    }
+
+    /// Leaves a drawn status line as it is and stops tracking it: the
+    /// cursor may have left its row (R8.11), where erasing it could erase
+    /// what was typed.
+    pub(crate) fn forget_status(&self) {
+        self.lock().drawn = None;
     }
 
     /// Erases the status line for good (before exiting).
@@ -127,14 +183,32 @@ impl Console {
     }
 
     fn erase(s: &mut State) -> io::Result<()> {
-        if s.drawn {
-            s.drawn = false;
+        if let Some(width) = s.drawn.take() {
+            // Deletes the line's own characters at the start of the row;
+            // the cursor goes back by as many, staying after what was typed.
             let mut err = io::stderr().lock();
-            err.write_all(CLEAR_LINE)?;
+            err.write_all(SAVE_AND_HOME)?;
+            if width > 0 {
+                write!(err, "\x1b[{width}P")?;
+            }
+            err.write_all(RESTORE)?;
+            if width > 0 {
+                write!(err, "\x1b[{width}D")?;
+            }
             err.flush()?;
         }
         Ok(())
     }
+}
+
+/// The width of the terminal on stderr, if it says.
+fn columns() -> Option<usize> {
+    // SAFETY: `w` is a valid place for TIOCGWINSZ to write.
+    let w = unsafe {
+        let mut w: libc::winsize = std::mem::zeroed();
+        (libc::ioctl(libc::STDERR_FILENO, libc::TIOCGWINSZ, &mut w) == 0).then_some(w)
+    }?;
+    (w.ws_col > 0).then_some(usize::from(w.ws_col))
 }
 
 /// Renders `text` safe for a terminal (R8.12): ESC as `\e`, every other

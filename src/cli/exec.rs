@@ -11,6 +11,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
+use super::outputs::Outputs;
 use super::terminal::Terminal;
 use super::{EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND};
 
@@ -26,6 +27,7 @@ pub(crate) fn spawn(
     command: &mut Command,
     program: &OsStr,
     terminal: Option<&Terminal>,
+    outputs: &Outputs,
 ) -> Result<Child, (String, u8)> {
     let name = program.to_string_lossy().into_owned();
     match command.spawn() {
@@ -35,6 +37,10 @@ pub(crate) fn spawn(
                 return Err(failure(&name, &e));
             };
             let mut sh = through_sh(command, &path);
+            // R8.11: the same outputs (pipes, one shared pipe, or ptys).
+            if let Err(e) = outputs.wire(&mut sh) {
+                return Err(failure(&name, &e));
+            }
             if let Some(t) = terminal {
                 t.hook(&mut sh);
             }
@@ -51,9 +57,7 @@ fn through_sh(original: &Command, path: &Path) -> Command {
     sh.arg(path)
         .args(original.get_args())
         .process_group(0)
-        .stdin(Stdio::inherit())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .stdin(Stdio::inherit());
     for (k, v) in original.get_envs() {
         match v {
             Some(v) => sh.env(k, v),

@@ -1,6 +1,7 @@
 //! Leaks (R8.5): when the command has exited but its stdout or stderr is
 //! still open, the processes holding the pipe's write end are found through
-//! `/proc/*/fd` (each fd links to `pipe:[INODE]`) and named.
+//! `/proc/*/fd` (each fd links to `pipe:[INODE]`, or `/dev/pts/N` for
+//! `--pty`, R8.11) and named.
 
 use std::collections::HashSet;
 use std::os::fd::AsRawFd;
@@ -46,11 +47,24 @@ fn holds(pid: u32, inodes: &HashSet<u64>) -> bool {
         return false;
     };
     fds.filter_map(Result::ok).any(|fd| {
-        std::fs::read_link(fd.path())
-            .ok()
-            .and_then(|l| l.to_str().and_then(parse_pipe_link))
-            .is_some_and(|ino| inodes.contains(&ino))
+        let Ok(link) = std::fs::read_link(fd.path()) else {
+            return false;
+        };
+        let key = match link.to_str() {
+            Some(l) if l.starts_with("/dev/pts/") => pty_key(&fd.path()),
+            Some(l) => parse_pipe_link(l),
+            None => None,
+        };
+        key.is_some_and(|k| inodes.contains(&k))
     })
+}
+
+/// The key of a pty slave (`--pty`, R8.11) behind an fd link: its
+/// device number, marked as a pty's.
+fn pty_key(fd: &std::path::Path) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(fd).ok()?;
+    Some(meta.rdev() | super::pty::PTY_KEY)
 }
 
 /// Renders holders as `sleep (pid 12), tee (pid 13)`.

@@ -13,6 +13,8 @@ pub(crate) mod jobs;
 pub(crate) mod leaks;
 pub(crate) mod logging;
 pub(crate) mod loud;
+pub(crate) mod outputs;
+pub(crate) mod pty;
 pub(crate) mod pumps;
 pub(crate) mod reaper;
 pub(crate) mod report;

@@ -41,6 +41,18 @@ impl OutputLost {
     }
 }
 
+/// Set once the command wrote anything at all: a stall before that, on a
+/// pipe, may be output held in the command's buffer (R8.11).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct OutputSeen(Arc<AtomicBool>);
+
+impl OutputSeen {
+    /// Returns true once some output was read.
+    pub(crate) fn seen(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
 /// What a pump needs besides the pipe it reads.
 pub(crate) struct Pump {
     pub(crate) recorder: Recorder,
@@ -51,6 +63,7 @@ pub(crate) struct Pump {
     /// R5.10: each read also parsed as agent events.
     pub(crate) tap: Option<Tap>,
     pub(crate) lost: OutputLost,
+    pub(crate) seen: OutputSeen,
 }
 
 impl Pump {
@@ -73,6 +86,7 @@ impl Pump {
             match reader.read(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => {
+                    self.seen.0.store(true, Ordering::SeqCst);
                     if let Some(tap) = &mut self.tap {
                         tap.feed(&buf[..n]);
                     }
@@ -84,6 +98,8 @@ impl Pump {
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // EIO is a pty's end of file: its last slave holder closed
+                // it (--pty, R8.11).
                 Err(_) => break,
             }
         }

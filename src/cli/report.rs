@@ -51,11 +51,18 @@ impl Sink for StopFlag {
 pub(crate) struct VerdictLines {
     pub(crate) console: Arc<Console>,
     pub(crate) profile: Profile,
+    /// Whether the command wrote anything yet, when its stdout is a pipe
+    /// (`None` under `--pty`): a stall before then hints at buffering.
+    pub(crate) buffering: Option<super::pumps::OutputSeen>,
 }
 
 impl Sink for VerdictLines {
     fn on_event(&self, event: &Event) -> Result<(), SinkError> {
-        if let Some(line) = verdict_line(&self.profile, &event.kind) {
+        if let Some(mut line) = verdict_line(&self.profile, &event.kind) {
+            let silent_from_start = self.buffering.as_ref().is_some_and(|s| !s.seen());
+            if silent_from_start && matches!(event.kind, EventKind::Stalled { .. }) {
+                line.push_str(BUFFERING_HINT);
+            }
             self.console.line(&line);
         }
         Ok(())
@@ -65,6 +72,10 @@ impl Sink for VerdictLines {
         "stderr-lines"
     }
 }
+
+/// Added to a stall line when the command has written nothing at all and
+/// its stdout is a pipe (R8.11).
+pub(crate) const BUFFERING_HINT: &str = "; the command may be buffering its output; try --pty";
 
 /// Renders the stderr line for an event, or `None` for events a person
 /// watching the command need not see.

@@ -32,7 +32,8 @@ use stallguard::{Guard, Outcome, Profile, Sink, TaskHandle};
 use super::aftermath::Aftermath;
 use super::args::RunArgs;
 use super::console::{Console, Stream};
-use super::pumps::{OutputLost, Pump};
+use super::outputs::Outputs;
+use super::pumps::{OutputLost, OutputSeen, Pump};
 use super::reaper::{self, EscapedSignals, OrphanReaper, WithEscaped};
 use super::report::{status_line, Pauses, StopFlag, VerdictLines};
 use super::signals::{self, Incoming};
@@ -71,6 +72,10 @@ struct Run {
     on_leftover: OnLeftover,
     /// R8.13: pause the budgets while the command waits for input.
     on_input_wait: stallguard::config::OnInputWait,
+    /// R8.11: the command's outputs are pseudo-terminals.
+    pty: bool,
+    /// R8.11: our stdout and stderr are one open file.
+    shared: bool,
 }
 
 impl Run {
@@ -120,11 +125,15 @@ impl Run {
                 .on_leftover
                 .map_or(options.on_leftover, OnLeftover::from),
             on_input_wait: args.on_input_wait.map_or(options.on_input_wait, Into::into),
+            pty: args.pty || options.pty,
+            shared: super::outputs::same_open_file(libc::STDOUT_FILENO, libc::STDERR_FILENO),
         })
     }
 
     fn execute(self) -> u8 {
-        let console = Arc::new(Console::new(self.status_line));
+        let console = Arc::new(Console::new(self.status_line, self.shared));
+        // R8.11: without a pty, a stall before any output hints at buffering.
+        let seen = OutputSeen::default();
         let stop = StopFlag::default();
         let mut builder = Guard::builder()
             .sink(stop.clone())
@@ -133,6 +142,7 @@ impl Run {
             .sink(VerdictLines {
                 console: Arc::clone(&console),
                 profile: self.profile.clone(),
+                buffering: (!self.pty).then(|| seen.clone()),
             });
         if let Some(events) = self.events {
             // R8.7: a failing events file is said once, out loud.
@@ -185,9 +195,22 @@ impl Run {
             .args(&self.command[1..])
             .process_group(0)
             .stdin(Stdio::inherit())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
             .env_remove(super::FAIL_VAR);
+        // R8.11: two pipes, one shared pipe, or ptys (src/cli/outputs.rs).
+        let mut outputs = match Outputs::prepare(self.pty, self.shared)
+            .and_then(|o| o.wire(&mut command).map(|()| o))
+        {
+            Ok(o) => o,
+            Err(e) => {
+                let what = if self.pty {
+                    "a pseudo-terminal"
+                } else {
+                    "a pipe"
+                };
+                eprintln!("stallguard: cannot open {what} for the command's output: {e}");
+                return EXIT_ERROR;
+            }
+        };
         // R8.1: an interactive command gets the terminal (src/cli/terminal.rs).
         let terminal = Terminal::prepare(&mut command);
         // Bound before the spawn so nothing the command sends in its first
@@ -209,7 +232,12 @@ impl Run {
             );
         }
         // R8.12: as execvp, a file without `#!` runs through /bin/sh.
-        let mut child = match super::exec::spawn(&mut command, program, terminal.as_ref()) {
+        let spawned = super::exec::spawn(&mut command, program, terminal.as_ref(), &outputs);
+        // The child's ends of its outputs are held by `command` and
+        // `outputs`: ours must close, or the pumps never see the end (R8.5).
+        drop(command);
+        outputs.spawned();
+        let mut child = match spawned {
             Ok(c) => c,
             Err((line, code)) => {
                 eprintln!("{line}");
@@ -263,38 +291,50 @@ impl Run {
         let _reaper = OrphanReaper::spawn(pid, Duration::from_millis(500));
         let (done_tx, done_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
         let lost = OutputLost::default();
-        let inodes: std::collections::HashSet<u64> = [
-            child.stdout.as_ref().and_then(super::leaks::pipe_inode),
-            child.stderr.as_ref().and_then(super::leaks::pipe_inode),
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
-        let mut pumps = 0;
-        let pump = |to, tap| Pump {
-            recorder: task.recorder(),
-            console: Arc::clone(&console),
-            to,
-            done: done_tx.clone(),
-            tap,
-            lost: lost.clone(),
-        };
-        if let Some(out) = child.stdout.take() {
-            pumps += 1;
-            let tap = self.stream.map(|f| Tap::new(f, task.recorder()));
-            if let Err(e) = pump(Stream::Stdout, tap).spawn(out) {
-                let why = format!("cannot copy the command's stdout: {e}");
+        let readers = match outputs.readers(&mut child) {
+            Ok(r) => r,
+            Err(e) => {
+                let why = format!("cannot read the command's output: {e}");
                 return fail_closed(&mut child, &task, &guard, &console, terminal, &why);
             }
-        }
-        if let Some(err) = child.stderr.take() {
+        };
+        let inodes: std::collections::HashSet<u64> = readers.keys.iter().copied().collect();
+        let mut pumps = 0;
+        for (from, to) in readers.files {
             pumps += 1;
-            if let Err(e) = pump(Stream::Stderr, None).spawn(err) {
-                let why = format!("cannot copy the command's stderr: {e}");
+            // R5.10: the agent's JSON lines are on its stdout.
+            let tap = (to == Stream::Stdout)
+                .then_some(self.stream)
+                .flatten()
+                .map(|f| Tap::new(f, task.recorder()));
+            let pump = Pump {
+                recorder: task.recorder(),
+                console: Arc::clone(&console),
+                to,
+                done: done_tx.clone(),
+                tap,
+                lost: lost.clone(),
+                seen: seen.clone(),
+            };
+            if let Err(e) = pump.spawn(from) {
+                let to = match to {
+                    Stream::Stdout => "stdout",
+                    Stream::Stderr => "stderr",
+                };
+                let why = format!("cannot copy the command's {to}: {e}");
                 return fail_closed(&mut child, &task, &guard, &console, terminal, &why);
             }
         }
         drop(done_tx);
+        // R8.11: the ptys follow our terminal's size.
+        let mut sizes = super::pty::Sizes::new();
+        let mut winch = if outputs.is_pty() {
+            runtime.block_on(async {
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::window_change()).ok()
+            })
+        } else {
+            None
+        };
 
         let (exit_tx, exit_rx) = tokio::sync::oneshot::channel::<io::Result<ExitStatus>>();
         // R2.8, R8.1: stops and continues of the command reach the loop too.
@@ -344,13 +384,23 @@ impl Run {
                             input.look(t.foreground_waits_for_input(), &task, &mut pauses);
                         }
                     }
-                    _ = tick.tick(), if console.has_status_line() => {
+                    _ = winched(&mut winch) => sizes.follow(&outputs.ptys(), pid),
+                    _ = tick.tick(), if console.has_status_line() || outputs.is_pty() => {
+                        sizes.follow(&outputs.ptys(), pid);
+                        if !console.has_status_line() {
+                            continue;
+                        }
                         // R8.4: drawn only while the command is silent, and
                         // never where the user may be typing.
+                        // R8.11: typed lines wait in the terminal: the
+                        // cursor left the line's row; leave the line be.
+                        if super::typing::input_queued(libc::STDERR_FILENO) {
+                            console.forget_status();
+                            continue;
+                        }
                         let Some(s) = guard.status(&name) else { continue };
                         let silent = s.last_output_age.unwrap_or(s.elapsed) >= STATUS_EVERY;
-                        // A line already drawn stays until the command
-                        // writes: erasing it now could erase what was typed.
+                        // Redrawing keeps typeahead (src/cli/console.rs).
                         if silent && terminal.as_ref().is_none_or(Terminal::status_may_draw) {
                             console.status(&status_line(&s, &self.profile, &pauses, Instant::now()));
                         }
@@ -419,6 +469,16 @@ impl Run {
         }
         drop(notify);
         code
+    }
+}
+
+/// Resolves on the next SIGWINCH, never without one.
+async fn winched(winch: &mut Option<tokio::signal::unix::Signal>) {
+    match winch {
+        Some(s) => {
+            s.recv().await;
+        }
+        None => std::future::pending().await,
     }
 }
 

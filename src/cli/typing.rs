@@ -22,6 +22,17 @@ use stallguard::sources::procs::blocked::{classify, epoll_targets, Blocked, Wait
 /// (character device 5, 0), which `getpass` and `ssh` open to prompt.
 const DEV_TTY: u64 = 5 << 8;
 
+/// Whether the terminal on `fd` holds typed input no one has read yet
+/// (TIOCINQ): in canonical mode a whole line (the user pressed Enter, so
+/// the cursor left the status line's row), in raw mode any key. The live
+/// status line then stays as it is (R8.11).
+pub(crate) fn input_queued(fd: libc::c_int) -> bool {
+    let mut n: libc::c_int = 0;
+    // SAFETY: TIOCINQ writes one int to a valid pointer.
+    let rc = unsafe { libc::ioctl(fd, libc::TIOCINQ, &mut n) };
+    rc == 0 && n > 0
+}
+
 /// Whether process `pid`'s descriptor `fd` is the terminal `tty` (its
 /// device number) or `/dev/tty`.
 fn is_terminal(pid: u32, fd: u64, tty: u64) -> bool {

@@ -269,8 +269,9 @@ fn read_bounded(path: &Path) -> Result<String, ConfigErrorKind> {
         .map_err(|e| ConfigErrorKind::Read(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
 }
 
-/// What `stallguard run` does once the command has exited (R8.5, R8.6):
-/// the `leak-timeout` and `on-leftover` keys of a profile table.
+/// How `stallguard run` runs the command beyond its budgets (R8.5, R8.6,
+/// R8.11): the `leak-timeout`, `on-leftover` and `pty` keys of a profile
+/// table.
 ///
 /// # Examples
 ///
@@ -278,12 +279,14 @@ fn read_bounded(path: &Path) -> Result<String, ConfigErrorKind> {
 /// use std::time::Duration;
 /// use stallguard::config::{Config, OnLeftover, RunOptions};
 ///
-/// let text = "[defaults]\nleak-timeout = \"3s\"\n[profile.dev]\non-leftover = \"keep\"\n";
+/// let text = "[defaults]\nleak-timeout = \"3s\"\n[profile.dev]\non-leftover = \"keep\"\npty = true\n";
 /// let config = Config::from_str(text, "stallguard.toml").unwrap();
 /// let dev = config.run_options(Some("dev")).unwrap();
 /// assert_eq!(dev.leak_timeout, Duration::from_secs(3));
 /// assert_eq!(dev.on_leftover, OnLeftover::Keep);
+/// assert!(dev.pty);
 /// assert_eq!(RunOptions::default().leak_timeout, Duration::from_secs(1));
+/// assert!(!RunOptions::default().pty);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RunOptions {
@@ -295,6 +298,8 @@ pub struct RunOptions {
     /// Whether budgets pause while the command waits for input on the
     /// terminal (R8.13); `stall` by default.
     pub on_input_wait: OnInputWait,
+    /// Give the command a pseudo-terminal as stdout and stderr; off.
+    pub pty: bool,
 }
 
 impl Default for RunOptions {
@@ -303,6 +308,7 @@ impl Default for RunOptions {
             leak_timeout: std::time::Duration::from_secs(1),
             on_leftover: OnLeftover::Kill,
             on_input_wait: OnInputWait::Stall,
+            pty: false,
         }
     }
 }

@@ -32,6 +32,7 @@ pub(crate) const PROFILE_KEYS: &[&str] = &[
     "leak-timeout",
     "on-leftover",
     "on-input-wait",
+    "pty",
 ];
 
 /// A whole config file.
@@ -64,6 +65,7 @@ pub(crate) struct RawProfile {
     leak_timeout: Option<Spanned<Span>>,
     on_leftover: Option<Spanned<OnLeftover>>,
     on_input_wait: Option<Spanned<OnInputWait>>,
+    pty: Option<Spanned<bool>>,
 }
 
 impl RawProfile {
@@ -97,7 +99,7 @@ impl RawProfile {
         self.stream.as_ref().map(|s| s.get_ref().0)
     }
 
-    /// Overrides the run options (R8.5, R8.6) with every key this table sets.
+    /// Overrides the run options (R8.5, R8.6, R8.11) with every key this table sets.
     pub(crate) fn apply_run(&self, r: &mut RunOptions) {
         if let Some(v) = &self.leak_timeout {
             r.leak_timeout = v.get_ref().0;
@@ -107,6 +109,9 @@ impl RawProfile {
         }
         if let Some(v) = &self.on_input_wait {
             r.on_input_wait = *v.get_ref();
+        }
+        if let Some(v) = &self.pty {
+            r.pty = *v.get_ref();
         }
     }
 
@@ -132,6 +137,7 @@ impl RawProfile {
             "leak-timeout" => sp(&self.leak_timeout),
             "on-leftover" => sp(&self.on_leftover),
             "on-input-wait" => sp(&self.on_input_wait),
+            "pty" => sp(&self.pty),
             _ => None,
         }
     }
