@@ -703,14 +703,14 @@ fn receive_one(
             refuse(recorder, &mut tally, reason);
         }
     }
-    // Closed only now, after the assignments took effect: a client released
-    // from its barrier may rely on everything it sent before being seen.
+    // Closed only now, after the assignments took effect and were counted:
+    // a client released from its barrier may rely on everything it sent
+    // before being seen, in the task and in `stats()` alike.
     tally.fds_closed = passed.len() as u64;
-    drop(passed);
-
     let mut stats = shared.stats.lock();
     merge(&mut stats, &tally);
     drop(stats);
+    drop(passed);
     shared.changed.notify_all();
 }
 
