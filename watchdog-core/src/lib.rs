@@ -40,6 +40,7 @@
     rust_2018_idioms
 )]
 
+mod calls;
 mod cell;
 mod clock;
 mod dispatch;
@@ -54,6 +55,7 @@ mod status;
 mod task;
 mod timers;
 
+pub use calls::{CallProblem, MAX_CALLS_IN_FLIGHT, MAX_CALL_ID};
 pub use clock::{Clock, LaggingClock, ManualClock, MonotonicClock, Nanos};
 pub use error::GuardError;
 pub use event::{
