@@ -34,6 +34,7 @@ use serde_json::Value;
 use watchdog_core::{BackgroundKind, CallOutcome, GuardError, Recorder};
 
 use crate::args::anthropic::AnthropicStream;
+use crate::args::StreamAdapter;
 use crate::background::{EndStatus, Provenance};
 
 /// The longest line parsed as an event, in bytes (4 MiB); longer lines are

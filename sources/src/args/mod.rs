@@ -23,6 +23,21 @@
 //! repeated fragment at a new position does; past [`MAX_FINGERPRINTS`] the
 //! oldest fingerprints are forgotten, never refused.
 
+/// The tracker accessors of a [`StreamAdapter`] whose tracker is its
+/// `tracker` field.
+macro_rules! tracker_field {
+    () => {
+        fn tracker(&self) -> &ArgumentTracker {
+            &self.tracker
+        }
+
+        fn tracker_mut(&mut self) -> &mut ArgumentTracker {
+            &mut self.tracker
+        }
+    };
+}
+
+mod adapter;
 pub mod anthropic;
 pub mod gemini;
 pub mod openai;
@@ -33,6 +48,9 @@ use std::fmt;
 use std::hash::{BuildHasher, RandomState};
 
 use watchdog_core::Recorder;
+
+use adapter::feed_json;
+pub use adapter::{StreamAdapter, StreamFormat, UnknownStreamFormat};
 
 /// Block indices are accepted in `0..MAX_BLOCKS` (R5.2).
 pub const MAX_BLOCKS: u64 = 4096;
@@ -684,6 +702,18 @@ impl Parse {
     const MALFORMED: Parse = Parse(Rejection::MalformedEvent);
 }
 
+/// Counts a shape error found while parsing; a rule's result, already
+/// counted by the tracker, passes on.
+fn settle(
+    tracker: &mut ArgumentTracker,
+    r: Result<Result<Step, Rejection>, Parse>,
+) -> Result<Step, Rejection> {
+    match r {
+        Err(Parse(r)) => Err(tracker.reject(r)),
+        Ok(r) => r,
+    }
+}
+
 impl From<Rejection> for Parse {
     fn from(r: Rejection) -> Self {
         Parse(r)
@@ -709,6 +739,18 @@ impl Acc {
                 self.first_rejection.get_or_insert(e);
             }
         }
+    }
+
+    /// Counts a shape error that cut the chunk short, then answers.
+    fn settle(
+        mut self,
+        tracker: &mut ArgumentTracker,
+        r: Result<(), Parse>,
+    ) -> Result<Step, Rejection> {
+        if let Err(Parse(r)) = r {
+            self.push(Err(tracker.reject(r)));
+        }
+        self.result()
     }
 
     fn result(&self) -> Result<Step, Rejection> {
