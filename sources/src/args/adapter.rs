@@ -8,6 +8,20 @@
 //! every format through one interface (a `Box<dyn StreamAdapter>` from
 //! [`StreamFormat::adapter`]).
 
+/// The tracker accessors of a [`StreamAdapter`] whose tracker is its
+/// `tracker` field.
+macro_rules! tracker_field {
+    () => {
+        fn tracker(&self) -> &ArgumentTracker {
+            &self.tracker
+        }
+
+        fn tracker_mut(&mut self) -> &mut ArgumentTracker {
+            &mut self.tracker
+        }
+    };
+}
+
 use std::fmt;
 use std::str::FromStr;
 
@@ -18,7 +32,7 @@ use super::anthropic::AnthropicStream;
 use super::gemini::GeminiStream;
 use super::openai::OpenAiStream;
 use super::responses::ResponsesStream;
-use super::{ArgumentTracker, Rejection, Step};
+use super::{ArgumentTracker, Parse, Rejection, Step};
 
 /// Feeds one provider's streamed tool-call events to an [`ArgumentTracker`]
 /// (R5.2, R5.9).
@@ -168,5 +182,60 @@ impl FromStr for StreamFormat {
             .into_iter()
             .find(|f| f.name() == s)
             .ok_or_else(|| UnknownStreamFormat(s.to_owned()))
+    }
+}
+
+/// Counts a shape error found while parsing; a rule's result, already
+/// counted by the tracker, passes on.
+pub(super) fn settle(
+    tracker: &mut ArgumentTracker,
+    r: Result<Result<Step, Rejection>, Parse>,
+) -> Result<Step, Rejection> {
+    match r {
+        Err(Parse(r)) => Err(tracker.reject(r)),
+        Ok(r) => r,
+    }
+}
+
+/// Folds the results of one chunk's parts into one answer, for the
+/// adapters whose chunks carry several (OpenAI chat, Gemini).
+#[derive(Default)]
+pub(super) struct Acc {
+    renewed: bool,
+    tracked: bool,
+    first_rejection: Option<Rejection>,
+}
+
+impl Acc {
+    pub(super) fn push(&mut self, r: Result<Step, Rejection>) {
+        match r {
+            Ok(Step::Renewed) => self.renewed = true,
+            Ok(Step::Tracked) => self.tracked = true,
+            Ok(Step::Ignored) => {}
+            Err(e) => {
+                self.first_rejection.get_or_insert(e);
+            }
+        }
+    }
+
+    /// Counts a shape error that cut the chunk short, then answers.
+    pub(super) fn settle(
+        mut self,
+        tracker: &mut ArgumentTracker,
+        r: Result<(), Parse>,
+    ) -> Result<Step, Rejection> {
+        if let Err(Parse(r)) = r {
+            self.push(Err(tracker.reject(r)));
+        }
+        self.result()
+    }
+
+    pub(super) fn result(&self) -> Result<Step, Rejection> {
+        match (self.renewed, self.first_rejection, self.tracked) {
+            (true, _, _) => Ok(Step::Renewed),
+            (false, Some(e), _) => Err(e),
+            (false, None, true) => Ok(Step::Tracked),
+            (false, None, false) => Ok(Step::Ignored),
+        }
     }
 }

@@ -23,20 +23,7 @@
 //! repeated fragment at a new position does; past [`MAX_FINGERPRINTS`] the
 //! oldest fingerprints are forgotten, never refused.
 
-/// The tracker accessors of a [`StreamAdapter`] whose tracker is its
-/// `tracker` field.
-macro_rules! tracker_field {
-    () => {
-        fn tracker(&self) -> &ArgumentTracker {
-            &self.tracker
-        }
-
-        fn tracker_mut(&mut self) -> &mut ArgumentTracker {
-            &mut self.tracker
-        }
-    };
-}
-
+#[macro_use]
 mod adapter;
 pub mod anthropic;
 pub mod gemini;
@@ -49,7 +36,7 @@ use std::hash::{BuildHasher, RandomState};
 
 use watchdog_core::Recorder;
 
-use adapter::feed_json;
+use adapter::{feed_json, settle, Acc};
 pub use adapter::{StreamAdapter, StreamFormat, UnknownStreamFormat};
 
 /// Block indices are accepted in `0..MAX_BLOCKS` (R5.2).
@@ -702,63 +689,8 @@ impl Parse {
     const MALFORMED: Parse = Parse(Rejection::MalformedEvent);
 }
 
-/// Counts a shape error found while parsing; a rule's result, already
-/// counted by the tracker, passes on.
-fn settle(
-    tracker: &mut ArgumentTracker,
-    r: Result<Result<Step, Rejection>, Parse>,
-) -> Result<Step, Rejection> {
-    match r {
-        Err(Parse(r)) => Err(tracker.reject(r)),
-        Ok(r) => r,
-    }
-}
-
 impl From<Rejection> for Parse {
     fn from(r: Rejection) -> Self {
         Parse(r)
-    }
-}
-
-/// Folds the results of one chunk's parts into one answer, for the
-/// adapters whose chunks carry several (OpenAI chat, Gemini).
-#[derive(Default)]
-struct Acc {
-    renewed: bool,
-    tracked: bool,
-    first_rejection: Option<Rejection>,
-}
-
-impl Acc {
-    fn push(&mut self, r: Result<Step, Rejection>) {
-        match r {
-            Ok(Step::Renewed) => self.renewed = true,
-            Ok(Step::Tracked) => self.tracked = true,
-            Ok(Step::Ignored) => {}
-            Err(e) => {
-                self.first_rejection.get_or_insert(e);
-            }
-        }
-    }
-
-    /// Counts a shape error that cut the chunk short, then answers.
-    fn settle(
-        mut self,
-        tracker: &mut ArgumentTracker,
-        r: Result<(), Parse>,
-    ) -> Result<Step, Rejection> {
-        if let Err(Parse(r)) = r {
-            self.push(Err(tracker.reject(r)));
-        }
-        self.result()
-    }
-
-    fn result(&self) -> Result<Step, Rejection> {
-        match (self.renewed, self.first_rejection, self.tracked) {
-            (true, _, _) => Ok(Step::Renewed),
-            (false, Some(e), _) => Err(e),
-            (false, None, true) => Ok(Step::Tracked),
-            (false, None, false) => Ok(Step::Ignored),
-        }
     }
 }
