@@ -19,7 +19,7 @@ fn main() -> ExitCode {
     };
     cli::logging::init(cli.verbose);
     let code = match cli.command {
-        cli::args::Command::Run(args) => cli::run::run(args),
+        cli::args::Command::Run(args) => cli::run::run(*args),
         cli::args::Command::Check { file } => cli::check::run(file),
         cli::args::Command::List(args) => cli::control::list(&args),
         cli::args::Command::Describe { task, control } => {

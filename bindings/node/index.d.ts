@@ -157,8 +157,12 @@ export class Guard {
   status(name: string): TaskStatus | null;
   /** Every live task's snapshot, by start order. */
   statuses(): TaskStatus[];
-  /** Resolves when every event emitted so far has reached onEvent. */
-  flush(): Promise<void>;
+  /**
+   * Resolves when every event emitted so far has reached onEvent. Bounded:
+   * rejects with an Error named `TimeoutError` when that takes longer than
+   * `timeout` (default 5 s; `0` only looks).
+   */
+  flush(timeout?: Duration): Promise<void>;
 }
 
 /** The error a task's signal is aborted with. */

@@ -176,20 +176,42 @@ class Guard {
     return this.#native.statuses();
   }
 
-  flush() {
-    const target = this.#native.posted();
+  // Bounded (R10.5): rejects with a TimeoutError when the events emitted
+  // so far have not reached onEvent within `timeout` (default 5 s; 0 only
+  // looks). The native side first waits, as long at most, for the engine's
+  // own dispatch, and throws when it did not catch up.
+  flush(timeout) {
+    let target;
+    let ms;
+    try {
+      [target, ms] = this.#native.posted(timeout);
+    } catch (e) {
+      return Promise.reject(e);
+    }
     if (this.#delivered >= target) return Promise.resolve();
-    return new Promise((resolve) => {
+    const late = () => {
+      const e = new Error(
+        `flush: ${target - this.#delivered} event(s) did not reach onEvent within ${ms} ms`,
+      );
+      e.name = 'TimeoutError';
+      return e;
+    };
+    if (ms <= 0) return Promise.reject(late());
+    return new Promise((resolve, reject) => {
       // The event channel does not hold the process open by itself; this
-      // timer does, until the events reach onEvent.
-      const keep = setInterval(() => {}, 1 << 30);
-      this.#waiters.push({
+      // timer does, until the events reach onEvent or the time is up.
+      const waiter = {
         target,
         resolve: () => {
-          clearInterval(keep);
+          clearTimeout(timer);
           resolve();
         },
-      });
+      };
+      const timer = setTimeout(() => {
+        this.#waiters = this.#waiters.filter((w) => w !== waiter);
+        reject(late());
+      }, ms);
+      this.#waiters.push(waiter);
     });
   }
 }

@@ -194,6 +194,22 @@ impl<W: Write + Send + 'static> JsonLinesSink<W> {
         Self::with_name(writer, "jsonl".into())
     }
 
+    /// Creates a sink writing every event to `writer`, named `name` in its
+    /// errors (`jsonl:PATH`), for a writer opened by the caller: each line
+    /// is one `write_all` followed by a flush.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stallguard_sinks::jsonl::JsonLinesSink;
+    /// use watchdog_core::Sink;
+    /// let sink = JsonLinesSink::named(Vec::new(), "jsonl:memory".into());
+    /// assert_eq!(sink.name(), "jsonl:memory");
+    /// ```
+    pub fn named(writer: W, name: String) -> Self {
+        Self::with_name(writer, name)
+    }
+
     fn with_name(writer: W, name: String) -> Self {
         JsonLinesSink {
             state: Mutex::new(State {

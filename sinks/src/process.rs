@@ -257,7 +257,7 @@ impl ProcessSink {
         pred: impl Fn(&KillReport) -> bool,
         timeout: Duration,
     ) -> Option<KillReport> {
-        let deadline = Instant::now() + timeout;
+        let deadline = watchdog_core::instant_after(timeout);
         let mut reports = self.shared.reports.lock();
         loop {
             if let Some(r) = reports.iter().find(|r| pred(r)) {

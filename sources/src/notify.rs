@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags, UnixAddr};
 use parking_lot::{Condvar, Mutex};
@@ -484,7 +484,7 @@ impl NotifySocket {
     /// passes; returns whether they were. For tests and for runners that
     /// must not race a client.
     pub fn wait_for_datagrams(&self, n: u64, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
+        let deadline = watchdog_core::instant_after(timeout);
         let mut stats = self.shared.stats.lock();
         while stats.datagrams < n {
             if self

@@ -51,8 +51,9 @@ WATCHDOG=trigger, EXTEND_TIMEOUT_USEC=, STATUS=, READY=1.
 Escalation: at the stall that reaches --terminate-after, SIGTERM goes to the
 command's process group; after --grace, SIGKILL.
 
-Durations: \"90s\", \"5m\", \"1h 30m\", \"500ms\"; \"off\" disables a budget.")]
-    Run(RunArgs),
+Durations: \"90s\", \"5m\", \"1h 30m\", \"500ms\", at most 100 years; \"off\"
+disables a budget.")]
+    Run(Box<RunArgs>),
     /// Validate a config file and print each profile's effective budgets.
     #[command(after_help = "\
 Without FILE, checks ./stallguard.toml if present, else prints the built-in
@@ -84,15 +85,30 @@ pub(crate) struct RunArgs {
     pub(crate) profile: Option<String>,
 
     /// Longest silence allowed (no output, no progress), or "off".
-    #[arg(long, value_name = "D", value_parser = budget)]
+    #[arg(long, value_name = "D", value_parser = budget, allow_hyphen_values = true)]
     pub(crate) idle: Option<Budget>,
 
+    /// Longest silence while a tool call is in flight (an agent's own build
+    /// or test run), or "off" for the idle budget [default: the config's
+    /// `execution`; with --stream and none set anywhere, 30m].
+    #[arg(long, value_name = "D", value_parser = budget, allow_hyphen_values = true)]
+    pub(crate) execution: Option<Budget>,
+
+    /// Longest silence before the first output, or "off" for the idle budget.
+    #[arg(long, value_name = "D", value_parser = budget, allow_hyphen_values = true)]
+    pub(crate) startup: Option<Budget>,
+
+    /// Longest gap between sd_notify WATCHDOG=1 heartbeats once the first
+    /// came, or "off".
+    #[arg(long, value_name = "D", value_parser = budget, allow_hyphen_values = true)]
+    pub(crate) liveness: Option<Budget>,
+
     /// Total time allowed from the start, never renewed, or "off".
-    #[arg(long, value_name = "D", value_parser = budget)]
+    #[arg(long, value_name = "D", value_parser = budget, allow_hyphen_values = true)]
     pub(crate) deadline: Option<Budget>,
 
     /// Interval of `heartbeat` events while silent (--events), or "off"/0.
-    #[arg(long, value_name = "D", value_parser = budget)]
+    #[arg(long, value_name = "D", value_parser = budget, allow_hyphen_values = true)]
     pub(crate) heartbeat: Option<Budget>,
 
     /// Stall number that stops the command; 0 only reports stalls.
@@ -100,24 +116,29 @@ pub(crate) struct RunArgs {
     pub(crate) terminate_after: Option<u32>,
 
     /// Time between SIGTERM and SIGKILL.
-    #[arg(long, value_name = "D", value_parser = duration)]
+    #[arg(long, value_name = "D", value_parser = duration, allow_hyphen_values = true)]
     pub(crate) grace: Option<Duration>,
 
-    /// Write events as JSON lines to PATH ("-" for stderr), flushed per event.
+    /// Write events as JSON lines to PATH ("-" for stderr), appended one
+    /// whole line per write, so runs can share a file; a FIFO with no reader
+    /// yet does not hold up the start.
     #[arg(long, value_name = "PATH")]
     pub(crate) events: Option<String>,
 
-    /// Serve the control socket at PATH (read it with `stallguard list`).
+    /// Serve the control socket at PATH (read it with `stallguard list`);
+    /// at most 107 bytes, the Unix socket limit.
     #[arg(long, value_name = "PATH")]
     pub(crate) socket: Option<PathBuf>,
 
-    /// Read stdout as an agent CLI's JSON lines: claude-code, codex, gemini, qwen, or none.
+    /// Read stdout as an agent CLI's JSON lines: claude-code, codex, gemini,
+    /// qwen, or none. With a format and no execution budget set (flag or
+    /// config), --execution defaults to 30m so the agent's tools may work.
     #[arg(long, value_name = "FORMAT", value_parser = super::stream::format)]
     pub(crate) stream: Option<super::stream::StreamFlag>,
     /// After the command exits, how long to wait for processes that still
     /// hold its stdout/stderr before naming them as leaked [default: 1s,
     /// or the config's `leak-timeout`].
-    #[arg(long, value_name = "D", value_parser = duration)]
+    #[arg(long, value_name = "D", value_parser = duration, allow_hyphen_values = true)]
     pub(crate) leak_timeout: Option<Duration>,
 
     /// What to do with processes of the command's tree still running after

@@ -35,7 +35,10 @@ pub(crate) fn run(file: Option<PathBuf>) -> u8 {
             .profile(name)
             .and_then(|p| Ok((p, config.stream(name)?, config.run_options(name)?)))
         {
-            Ok((p, stream, r)) => {
+            Ok((mut p, stream, r)) => {
+                // R5.10: as `run` does, a profile that streams an agent's
+                // events and sets no execution budget gets 30m.
+                super::inputs::stream_default(&mut p, stream.is_some(), false);
                 columns.push((name.unwrap_or(DEFAULTS_NAME).to_owned(), p, r));
                 streams.push(stream);
             }
@@ -53,6 +56,13 @@ pub(crate) fn run(file: Option<PathBuf>) -> u8 {
     );
     println!();
     print!("{}", table(&columns, &streams));
+    if columns.iter().any(|(_, p, _)| p.execution.is_none()) {
+        println!();
+        println!(
+            "With --stream FORMAT, a profile whose execution is off gets execution = {} (R5.10).",
+            humantime::format_duration(super::inputs::STREAM_EXECUTION)
+        );
+    }
     0
 }
 

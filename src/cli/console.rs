@@ -84,7 +84,11 @@ impl Console {
 
     /// Writes one line of stallguard's own on stderr, starting a new line
     /// first if the command left stderr mid-line.
+    ///
+    /// Control characters in it (a process or file name holding an escape
+    /// sequence) are shown escaped, never sent raw (see [`printable`]).
     pub(crate) fn line(&self, text: &str) {
+        let text = printable(text);
         let mut s = self.lock();
         let _ = Self::erase(&mut s);
         let mut err = io::stderr().lock();
@@ -106,7 +110,7 @@ impl Console {
         }
         let mut err = io::stderr().lock();
         let _ = err.write_all(CLEAR_LINE);
-        let _ = err.write_all(text.as_bytes());
+        let _ = err.write_all(printable(text).as_bytes());
         let _ = err.flush();
         s.drawn = true;
     }
@@ -130,5 +134,43 @@ impl Console {
             err.flush()?;
         }
         Ok(())
+    }
+}
+
+/// Renders `text` safe for a terminal (R8.12): ESC as `\e`, every other
+/// control character (C0 but tab, DEL, C1) as `\xNN` or `\u{NN}`, so a
+/// process or file name cannot move the cursor, recolour the terminal or
+/// fake a line. Used for every line stallguard writes itself (`run`) and
+/// for every value `list` and `describe` print.
+pub(crate) fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(|c| c.is_control() && c != '\t') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\t' => out.push(c),
+            '\x1b' => out.push_str("\\e"),
+            c if (c as u32) < 0x80 && c.is_control() => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::printable;
+
+    // R8.12: escapes from names never reach the terminal raw.
+    #[test]
+    fn control_characters_are_shown_escaped() {
+        assert_eq!(printable("sleep[12] S"), "sleep[12] S");
+        assert_eq!(printable("a\x1b[31mred\x07"), "a\\e[31mred\\x07");
+        assert_eq!(printable("two\nlines\r"), "two\\x0alines\\x0d");
+        assert_eq!(printable("c1\u{9b}2J\tok"), "c1\\u{9b}2J\tok");
     }
 }

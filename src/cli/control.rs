@@ -229,9 +229,11 @@ fn phase(t: &Value) -> String {
     }
 }
 
+/// A value as printed; names and steps come from the watched processes, so
+/// control characters are shown escaped (R8.12).
 fn text(v: &Value) -> String {
     match v {
-        Value::String(s) => s.clone(),
+        Value::String(s) => super::console::printable(s).into_owned(),
         Value::Null => "-".into(),
         other => other.to_string(),
     }

@@ -6,6 +6,8 @@ pub(crate) mod args;
 pub(crate) mod check;
 pub(crate) mod console;
 pub(crate) mod control;
+pub(crate) mod exec;
+pub(crate) mod inputs;
 pub(crate) mod jobs;
 pub(crate) mod leaks;
 pub(crate) mod logging;

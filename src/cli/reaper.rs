@@ -20,8 +20,9 @@ use stallguard::{
     Action, ActionKind, ChildInfo, ChildProbe, Delivery, ProcessName, Recorder, Sink, SinkError,
 };
 
-/// How often [`stop_all`] looks again while it waits for processes to go.
-const POLL: Duration = Duration::from_millis(20);
+/// The longest pause between two looks while [`stop_all`] waits for
+/// processes to go (it starts at 1 ms and doubles).
+const POLL: Duration = Duration::from_millis(50);
 
 /// Makes this process the child subreaper (Linux `PR_SET_CHILD_SUBREAPER`).
 ///
@@ -121,12 +122,61 @@ pub(crate) fn descendants_in(table: &[Proc], root: u32) -> Vec<Proc> {
     out
 }
 
+/// The pids the kernel lists as children of any thread of `pid`
+/// (`/proc/PID/task/TID/children`); `None` when the kernel has no such
+/// lists (built without `CONFIG_PROC_CHILDREN`) or `pid` is gone.
+fn children_of(pid: u32) -> Option<Vec<u32>> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut out = Vec::new();
+    let mut listed = false;
+    for t in tasks.flatten() {
+        let path = t.path().join("children");
+        // A thread that exits meanwhile has no list any more: skip it.
+        let Ok(text) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        listed = true;
+        out.extend(
+            text.split_ascii_whitespace()
+                .filter_map(|p| p.parse::<u32>().ok()),
+        );
+    }
+    listed.then_some(out)
+}
+
+/// Reads one process's stat line.
+fn stat_of(pid: u32) -> Option<Proc> {
+    Proc::parse(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// Every process below `root`, eldest generation first, found by following
+/// the kernel's children lists: the cost is the size of the tree, not of
+/// the whole process table, so many runs side by side do not each read all
+/// of `/proc` (issue 22). `None` without children lists.
+fn tree_below(root: u32) -> Option<Vec<Proc>> {
+    let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::from([root]);
+    let mut next = children_of(root)?;
+    while let Some(pid) = next.pop() {
+        if !seen.insert(pid) {
+            continue;
+        }
+        let Some(p) = stat_of(pid) else { continue };
+        if !p.zombie {
+            next.extend(children_of(pid).unwrap_or_default());
+        }
+        out.push(p);
+    }
+    Some(out)
+}
+
 /// Every live process below stallguard (the command's tree and whatever
 /// escaped it), leaving out `except` (the command, while its status is
 /// still to be collected).
 pub(crate) fn our_tree(except: Option<u32>) -> Vec<Proc> {
     let me = getpid().as_raw() as u32;
-    descendants_in(&table(), me)
+    tree_below(me)
+        .unwrap_or_else(|| descendants_in(&table(), me))
         .into_iter()
         .filter(|p| Some(p.pid) != except)
         .collect()
@@ -136,8 +186,12 @@ pub(crate) fn our_tree(except: Option<u32>) -> Vec<Proc> {
 /// `except` alone (its status belongs to the thread waiting for it).
 pub(crate) fn reap_orphans(except: Option<u32>) {
     let me = getpid().as_raw() as u32;
-    for p in table() {
-        if p.ppid == me && p.zombie && Some(p.pid) != except {
+    let ours: Vec<Proc> = match children_of(me) {
+        Some(pids) => pids.into_iter().filter_map(stat_of).collect(),
+        None => table().into_iter().filter(|p| p.ppid == me).collect(),
+    };
+    for p in ours {
+        if p.zombie && Some(p.pid) != except {
             let _ = waitpid(Pid::from_raw(p.pid as i32), Some(WaitPidFlag::WNOHANG));
         }
     }
@@ -192,6 +246,10 @@ pub(crate) fn stop_all(grace: Duration, confirm: Duration) -> Vec<ProcessName> {
 /// then be reused.
 pub(crate) fn stop_group(pgid: u32, grace: Duration, confirm: Duration) {
     use stallguard::sinks::process::{group_members, wait_group_gone, KillOutcome};
+    // No such group: nothing to read `/proc` for (the usual case, issue 22).
+    if killpg(Pid::from_raw(pgid as i32), None) == Err(nix::errno::Errno::ESRCH) {
+        return;
+    }
     if group_members(pgid).map_or(true, |m| m.is_empty()) {
         return;
     }
@@ -213,14 +271,19 @@ pub(crate) fn stop_group(pgid: u32, grace: Duration, confirm: Duration) {
 /// Waits up to `bound` for stallguard to have no live descendant, reaping
 /// zombies meanwhile; returns what is still alive.
 pub(crate) fn wait_gone(bound: Duration) -> Vec<Proc> {
-    let until = Instant::now() + bound;
+    let until = stallguard::instant_after(bound);
+    // Short at first (most processes go at once on SIGTERM), longer while
+    // one takes its time: the look costs little (the tree alone), and
+    // fewer looks cost less still (issue 22).
+    let mut pause = Duration::from_millis(1);
     loop {
         reap_orphans(None);
         let left: Vec<Proc> = our_tree(None).into_iter().filter(|p| !p.zombie).collect();
         if left.is_empty() || Instant::now() >= until {
             return left;
         }
-        std::thread::sleep(POLL);
+        std::thread::sleep(pause.min(until.saturating_duration_since(Instant::now())));
+        pause = (pause * 2).min(POLL);
     }
 }
 

@@ -94,10 +94,11 @@ pub(crate) fn verdict_line(profile: &Profile, kind: &EventKind) -> Option<String
             if let Some(limit) = limit {
                 l.push_str(&format!(" {}", humantime::format_duration(limit)));
             }
-            l.push_str(&format!(" exceeded: no output for {}", secs(*silent)));
+            l.push_str(" exceeded");
             if *budget == Budget::Startup && profile.startup.is_none() {
-                l.push_str(" since the start");
+                l.push_str(" before any output");
             }
+            l.push_str(&format!(": no output for {}", secs(*silent)));
             match terminate_after {
                 0 => l.push_str(&format!(" (strike {strike}, notify only)")),
                 t => l.push_str(&format!(" (strike {strike} of {t})")),
@@ -128,6 +129,10 @@ pub(crate) fn verdict_line(profile: &Profile, kind: &EventKind) -> Option<String
             "stallguard: still running after the {} grace period: {signal}",
             humantime::format_duration(profile.grace_period)
         ),
+        // R8.12: the core's 100-year limit, not the profile's max-deadline.
+        EventKind::ExtensionRefused { allowed, .. } if *allowed == stallguard::MAX_DURATION => {
+            "stallguard: extension refused: EXTEND_TIMEOUT_USEC asked for more than 100 years; the deadline stays".to_owned()
+        }
         EventKind::ExtensionRefused { requested, allowed } => format!(
             "stallguard: extension refused: EXTEND_TIMEOUT_USEC asked for a deadline {} from the start, past max-deadline {}; the deadline stays",
             humantime::format_duration(*requested),
@@ -396,7 +401,7 @@ mod tests {
         let line = verdict_line(&idle_only, &stall(Budget::Startup, None)).unwrap();
         assert!(
             line.starts_with(
-                "stallguard: idle budget 2s exceeded: no output for 2.0s since the start"
+                "stallguard: idle budget 2s exceeded before any output: no output for 2.0s"
             ),
             "{line}"
         );

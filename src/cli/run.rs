@@ -38,9 +38,7 @@ use super::report::{status_line, Pauses, StopFlag, VerdictLines};
 use super::signals::{self, Incoming};
 use super::stream::Tap;
 use super::terminal::Terminal;
-use super::{
-    check, EXIT_ERROR, EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_OUTPUT_LOST, EXIT_STOPPED,
-};
+use super::{check, EXIT_ERROR, EXIT_OUTPUT_LOST, EXIT_STOPPED};
 
 /// How long isolated sinks (the events file) get to catch up before exit.
 const FLUSH_BOUND: Duration = Duration::from_secs(5);
@@ -88,39 +86,21 @@ impl Run {
         let options = config
             .run_options(args.profile.as_deref())
             .map_err(|e| e.to_string())?;
-        // Flags override the config (R8.1).
-        if let Some(b) = args.idle {
-            profile.idle = b.0;
-        }
-        if let Some(b) = args.deadline {
-            profile.deadline = b.0;
-        }
-        if let Some(b) = args.heartbeat {
-            profile.heartbeat_interval = b.0.filter(|d| !d.is_zero());
-        }
-        if let Some(n) = args.terminate_after {
-            profile.terminate_after = n;
-        }
-        if let Some(d) = args.grace {
-            profile.grace_period = d;
-        }
+        // Flags override the config (R8.1); R5.10: an agent stream's tools
+        // get 30m unless an execution budget is set anywhere.
+        super::inputs::apply_flags(&args, &mut profile);
+        super::inputs::stream_default(&mut profile, stream.is_some(), args.execution.is_some());
         profile.validate().map_err(|e| {
-            let flag = match e.key {
-                "idle" => "--idle",
-                "deadline" => "--deadline",
-                "heartbeat-interval" => "--heartbeat",
-                "terminate-after" => "--terminate-after",
-                "grace-period" => "--grace",
-                other => other,
-            };
+            let flag = super::inputs::flag_of(e.key);
             format!("{flag} is {}, expected {}", e.found, e.expected)
         })?;
+        if let Some(path) = &args.socket {
+            super::inputs::check_socket(path)?;
+        }
         let events: Option<Box<dyn Sink>> = match args.events.as_deref() {
             None => None,
             Some("-") => Some(Box::new(JsonLinesSink::stderr())),
-            Some(path) => Some(Box::new(
-                JsonLinesSink::create(path).map_err(|e| format!("--events: {e}"))?,
-            )),
+            Some(path) => Some(super::inputs::open_events(path)?),
         };
         // R8.4: a live line only on a terminal, and not when JSON lines share
         // stderr with it.
@@ -158,7 +138,15 @@ impl Run {
                 Arc::clone(&console),
             ));
         }
-        let guard = builder.build();
+        // R10.5: no watchdog thread, no run: the command is not started
+        // unwatched.
+        let guard = match builder.try_build() {
+            Ok(guard) => guard,
+            Err(e) => {
+                eprintln!("stallguard: cannot start the watchdog: {e}");
+                return EXIT_ERROR;
+            }
+        };
 
         // Signals are caught before the command starts, so a SIGTERM that
         // arrives early is forwarded, not fatal to us alone.
@@ -185,7 +173,9 @@ impl Run {
         if let Err(e) = reaper::become_subreaper() {
             tracing::warn!(error = %e, "not a child subreaper: escaped processes go to init");
         }
-        let notify = NotifyPlace::create();
+        let notify = NotifyPlace::create()
+            .map_err(|e| console.line(&format!("stallguard: no NOTIFY_SOCKET: {e}")))
+            .ok();
         let program = &self.command[0];
         let mut command = Command::new(program);
         command
@@ -207,18 +197,20 @@ impl Run {
         });
         if let Some(pending) = &pending_notify {
             command.env("NOTIFY_SOCKET", pending.path());
+        } else if std::env::var_os("NOTIFY_SOCKET").is_some() {
+            // Never our parent's socket: the command's datagrams would
+            // reach a manager that is not watching it, unseen by us.
+            command.env_remove("NOTIFY_SOCKET");
+            console.line(
+                "stallguard: the command runs without NOTIFY_SOCKET (the inherited one is removed)",
+            );
         }
-        let mut child = match command.spawn() {
+        // R8.12: as execvp, a file without `#!` runs through /bin/sh.
+        let mut child = match super::exec::spawn(&mut command, program, terminal.as_ref()) {
             Ok(c) => c,
-            Err(e) => {
-                let name = program.to_string_lossy();
-                return if e.kind() == io::ErrorKind::NotFound {
-                    eprintln!("stallguard: {name}: command not found");
-                    EXIT_NOT_FOUND
-                } else {
-                    eprintln!("stallguard: {name}: cannot execute: {e}");
-                    EXIT_NOT_EXECUTABLE
-                };
+            Err((line, code)) => {
+                eprintln!("{line}");
+                return code;
             }
         };
         let pid = child.id();
@@ -481,7 +473,7 @@ struct NotifyPlace {
 }
 
 impl NotifyPlace {
-    fn create() -> Option<NotifyPlace> {
+    fn create() -> Result<NotifyPlace, String> {
         let base = std::env::temp_dir();
         for attempt in 0..16u32 {
             let nanos = std::time::SystemTime::now()
@@ -494,13 +486,18 @@ impl NotifyPlace {
             match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
                 Ok(()) => {
                     let path = dir.join("notify.sock");
-                    return Some(NotifyPlace { dir, path });
+                    return Ok(NotifyPlace { dir, path });
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(_) => return None,
+                Err(e) => {
+                    return Err(format!(
+                        "cannot create a directory in {} (TMPDIR): {e}",
+                        base.display()
+                    ))
+                }
             }
         }
-        None
+        Err(format!("no free directory name in {}", base.display()))
     }
 }
 

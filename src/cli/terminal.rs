@@ -34,6 +34,21 @@ impl Terminal {
         }
         // SAFETY: getpgrp has no preconditions.
         let ours = unsafe { libc::getpgrp() };
+        let terminal = Terminal { ours };
+        terminal.hook(command);
+        // While the command holds the terminal, stallguard still writes the
+        // command's output and its own lines there, from the background:
+        // with `stty tostop` each write would stop it with SIGTTOU. Blocked
+        // on this thread, and so on every thread started after it (the
+        // command itself starts with an empty mask: std resets it).
+        block_ttou();
+        Some(terminal)
+    }
+
+    /// Makes `command` take the terminal in the child before it execs (a
+    /// second command built for the same run, such as the `/bin/sh`
+    /// fallback of `src/cli/exec.rs`, needs it too).
+    pub(crate) fn hook(&self, command: &mut Command) {
         // SAFETY: the hook runs in the forked child before exec and calls
         // only functions that are plain system calls (getpid, pthread_sigmask,
         // tcsetpgrp).
@@ -45,13 +60,6 @@ impl Terminal {
                 Ok(())
             });
         }
-        // While the command holds the terminal, stallguard still writes the
-        // command's output and its own lines there, from the background:
-        // with `stty tostop` each write would stop it with SIGTTOU. Blocked
-        // on this thread, and so on every thread started after it (the
-        // command itself starts with an empty mask: std resets it).
-        block_ttou();
-        Some(Terminal { ours })
     }
 
     /// Gives the terminal to the command's process group `pgid` (from the

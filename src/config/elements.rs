@@ -60,9 +60,10 @@ impl<'de> Deserialize<'de> for Span {
     }
 }
 
-/// Parses a humantime duration, naming the refused text.
+/// Parses a humantime duration, naming the refused text; the parsing and
+/// the 100-year limit are the core's, shared by every door (R10.6, R8.12).
 pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
-    humantime::parse_duration(s.trim()).map_err(|e| format!("invalid duration \"{s}\" ({e})"))
+    watchdog_core::parse_duration(s).map_err(|e| e.to_string())
 }
 
 /// The `renewed-by` list of signal kinds.

@@ -51,6 +51,12 @@ impl fmt::Display for Location {
 pub enum ConfigErrorKind {
     /// The file could not be read.
     Read(std::io::Error),
+    /// The file is not a regular file (a device, a FIFO, a directory):
+    /// refused before reading it (R8.12). Holds what it is.
+    NotAFile(&'static str),
+    /// The file is larger than [`super::MAX_CONFIG_BYTES`]: refused before
+    /// reading it whole (R8.12). Holds its size in bytes.
+    TooLarge(u64),
     /// The text is not valid TOML.
     Syntax(String),
     /// A key is unknown or a value has the wrong type or form; the message
@@ -139,6 +145,17 @@ impl fmt::Display for ConfigError {
                 }
                 match kind {
                     ConfigErrorKind::Read(e) => write!(f, "cannot read config: {e}"),
+                    ConfigErrorKind::NotAFile(what) => write!(
+                        f,
+                        "refused: {what}, not a regular file; a config must be a regular \
+                         file of at most 1 MiB"
+                    ),
+                    ConfigErrorKind::TooLarge(size) => write!(
+                        f,
+                        "refused: {size} bytes, larger than the 1 MiB ({} bytes) a config \
+                         may have",
+                        super::MAX_CONFIG_BYTES
+                    ),
                     ConfigErrorKind::Syntax(m) => write!(f, "invalid TOML: {m}"),
                     ConfigErrorKind::Invalid(m) => f.write_str(m),
                     ConfigErrorKind::UnknownProfile { name, known } => {

@@ -68,11 +68,22 @@ impl Config {
     /// Reads and validates the config file at `path`.
     ///
     /// Errors name the file; see [`Config::from_str`].
+    ///
+    /// A file that is not a regular file, or is larger than
+    /// [`MAX_CONFIG_BYTES`], is refused before it is read whole (R8.12):
+    /// `-c /dev/zero` is an error, not a process growing without bound.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stallguard::config::Config;
+    /// let err = Config::load("/dev/zero").unwrap_err();
+    /// assert!(err.to_string().contains("not a regular file"), "{err}");
+    /// ```
     pub fn load(path: impl AsRef<Path>) -> Result<Config, ConfigError> {
         let path = path.as_ref();
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ConfigError::new(&origin, ConfigErrorKind::Read(e)))?;
+        let text = read_bounded(path).map_err(|kind| ConfigError::new(&origin, kind))?;
         Config::from_str(&text, &origin)
     }
 
@@ -209,6 +220,53 @@ impl Config {
         self.defaults.apply(&mut p);
         p
     }
+}
+
+/// The largest config file read: 1 MiB, far above any real config (R8.12).
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// Reads a config file, refusing what is not a regular file or is larger
+/// than [`MAX_CONFIG_BYTES`] before reading it whole (R8.12). Opened
+/// without blocking, so a FIFO is refused, not waited on.
+fn read_bounded(path: &Path) -> Result<String, ConfigErrorKind> {
+    use std::io::Read;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(ConfigErrorKind::Read)?;
+    let meta = file.metadata().map_err(ConfigErrorKind::Read)?;
+    let t = meta.file_type();
+    if !t.is_file() {
+        return Err(ConfigErrorKind::NotAFile(if t.is_dir() {
+            "a directory"
+        } else if t.is_char_device() {
+            "a character device"
+        } else if t.is_block_device() {
+            "a block device"
+        } else if t.is_fifo() {
+            "a FIFO"
+        } else if t.is_socket() {
+            "a socket"
+        } else {
+            "a special file"
+        }));
+    }
+    if meta.len() > MAX_CONFIG_BYTES {
+        return Err(ConfigErrorKind::TooLarge(meta.len()));
+    }
+    // It may grow between the check and the read: read one byte past the
+    // limit at most.
+    let mut bytes = Vec::new();
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(ConfigErrorKind::Read)?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(ConfigErrorKind::TooLarge(bytes.len() as u64));
+    }
+    String::from_utf8(bytes)
+        .map_err(|e| ConfigErrorKind::Read(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
 }
 
 /// What `stallguard run` does once the command has exited (R8.5, R8.6):

@@ -12,8 +12,11 @@
 //! scheduler keeps the task's timer words and three of its instants in the
 //! rest, under its lock, rather than in the task's slow state (R9.3).
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
+
+use crate::loom::light_barrier;
+use crate::loom::sync::atomic::{AtomicU32, AtomicU64};
 
 use crate::clock::Nanos;
 use crate::signal::{KindSet, SignalKind};
@@ -36,7 +39,7 @@ const WANT_BITS: usize = 4;
 pub(crate) struct Word(AtomicU64);
 
 impl Word {
-    const fn new(t: Nanos) -> Self {
+    fn new(t: Nanos) -> Self {
         Word(AtomicU64::new(t.as_nanos()))
     }
 
@@ -89,6 +92,7 @@ pub(crate) struct TaskCell {
     pub(crate) silent_since: Word,
 }
 
+#[cfg(not(loom))]
 const _: () = assert!(std::mem::size_of::<TaskCell>() == 128);
 
 /// Byte and line totals written by exactly one thread at a time, so a
@@ -153,9 +157,27 @@ impl TaskCell {
     }
 
     /// Stores a signal at `now`; returns true when the slow path must run.
+    ///
+    /// The store and the flags load are the recorder's half of the
+    /// record/stall handshake (R3.3, R10.5). The driver raises `STALLED`,
+    /// then reads the stamps; a recorder stores a stamp, then reads the
+    /// flags. That is store buffering: with nothing between each side's
+    /// write and read, both reads may miss the other side's write (the loom
+    /// model `a_renewal_racing_a_stall_verdict_is_never_missed` finds it),
+    /// and the task stays stalled with a renewal nobody absorbed until its
+    /// next verdict, a whole budget late. A full barrier between write and
+    /// read on both sides forbids that: then either this load sees
+    /// `STALLED` and the recorder takes the slow path, or the driver's read
+    /// after its barrier sees this stamp. No weaker ordering will do, and a
+    /// `SeqCst` fence here would cost every signal; so the barriers are an
+    /// asymmetric pair: the record path pays [`light_barrier`] (a compiler
+    /// barrier where the kernel has membarrier), the driver pays
+    /// [`crate::loom::heavy_barrier`] once per pass that raised a flag
+    /// (`Inner::run_due`, `Inner::with_task`).
     #[inline]
     pub(crate) fn record(&self, kind: SignalKind, now: Nanos) -> bool {
         self.last_by_kind[kind.slot()].store(now.as_nanos(), Relaxed);
+        light_barrier();
         self.flags.load(Relaxed) & (self.wants.load(Relaxed) >> (kind.slot() * WANT_BITS)) != 0
     }
 

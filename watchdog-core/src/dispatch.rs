@@ -7,10 +7,13 @@
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use parking_lot::{Condvar, Mutex};
+use crate::loom::sync::{Condvar, Mutex};
+use crate::loom::thread;
 
+use crate::builder::{spawn_checked, SpawnGate};
+use crate::error::GuardError;
 use crate::event::{Action, Event, EventKind};
 use crate::sink::{Delivery, Sink};
 
@@ -53,21 +56,28 @@ struct QueueState {
 }
 
 impl Dispatcher {
-    pub(crate) fn new(sinks: Vec<Arc<dyn Sink>>) -> Self {
-        let mut inline = Vec::new();
-        let mut isolated = Vec::new();
-        for sink in sinks {
-            match sink.delivery() {
-                Delivery::Inline => inline.push(sink),
-                Delivery::Isolated => isolated.push(spawn_worker(sink)),
-            }
-        }
-        Dispatcher {
+    /// Starts a thread for each isolated sink. One that cannot start is an
+    /// error, and the threads started before it stop (R10.5): a sink
+    /// without its thread would queue every event forever.
+    pub(crate) fn new(
+        sinks: Vec<Arc<dyn Sink>>,
+        gate: Option<SpawnGate>,
+    ) -> Result<Self, GuardError> {
+        // Built up in place, so an early return drops it, and its `Drop`
+        // closes the queues of the workers already started.
+        let mut d = Dispatcher {
             outbox: Mutex::new(VecDeque::new()),
             draining: Mutex::new(()),
-            inline,
-            isolated,
+            inline: Vec::new(),
+            isolated: Vec::new(),
+        };
+        for sink in sinks {
+            match sink.delivery() {
+                Delivery::Inline => d.inline.push(sink),
+                Delivery::Isolated => d.isolated.push(spawn_worker(sink, gate)?),
+            }
         }
+        Ok(d)
     }
 
     /// Queues items in emission order. Called with the scheduler lock held,
@@ -125,7 +135,7 @@ impl Dispatcher {
     /// `timeout` passes. Returns false when some sink did not catch up (it is
     /// hung or slow).
     pub(crate) fn flush(&self, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
+        let deadline = crate::instant_after(timeout);
         // Another thread (the driver) may be draining: what it took from the
         // outbox but has not handed to the workers yet was emitted before
         // this call too, so wait for its loop to end instead of returning at
@@ -171,16 +181,20 @@ impl Drop for Dispatcher {
     }
 }
 
-fn spawn_worker(sink: Arc<dyn Sink>) -> Arc<SinkQueue> {
+fn spawn_worker(
+    sink: Arc<dyn Sink>,
+    gate: Option<SpawnGate>,
+) -> Result<Arc<SinkQueue>, GuardError> {
     let q = Arc::new(SinkQueue {
         name: sink.name().to_owned(),
         state: Mutex::new(QueueState::default()),
         cv: Condvar::new(),
     });
     let worker_q = Arc::clone(&q);
-    let spawned = std::thread::Builder::new()
-        .name(format!("stallguard-sink-{}", short(&q.name)))
-        .spawn(move || loop {
+    let name = format!("stallguard-sink-{}", short(&q.name));
+    let builder = thread::Builder::new().name(name.clone());
+    spawn_checked(gate, &name, || {
+        builder.spawn(move || loop {
             let item = {
                 let mut st = worker_q.state.lock();
                 loop {
@@ -200,11 +214,9 @@ fn spawn_worker(sink: Arc<dyn Sink>) -> Arc<SinkQueue> {
             call_sink(&*sink, &item);
             worker_q.state.lock().busy = false;
             worker_q.cv.notify_all();
-        });
-    if let Err(e) = spawned {
-        tracing::error!(sink = %q.name, error = %e, "could not start sink thread; sink disabled");
-    }
-    q
+        })
+    })?;
+    Ok(q)
 }
 
 fn short(name: &str) -> &str {

@@ -73,6 +73,15 @@ pub enum GuardError {
     /// `extend` on a task without a deadline (R2.9).
     #[error("task `{0}` has no deadline to extend")]
     NoDeadline(String),
+    /// A thread the guard needs (its driver, an isolated sink's) could not
+    /// start: the guard is not built (R10.5).
+    #[error("could not start thread `{thread}`: {reason}")]
+    Thread {
+        /// The thread's name, `stallguard-driver` or `stallguard-sink-…`.
+        thread: String,
+        /// The system's reason.
+        reason: String,
+    },
     /// An extension past `max-deadline` (R2.9): refused, not capped.
     #[error("task `{task}`: extension refused, the deadline would be {} after start, past max-deadline {}", humantime::format_duration(*.requested), humantime::format_duration(*.max))]
     ExtensionRefused {
@@ -82,5 +91,14 @@ pub enum GuardError {
         requested: Duration,
         /// The bound.
         max: Duration,
+    },
+    /// An extension longer than [`crate::MAX_DURATION`] (R8.12): refused
+    /// with the range, never an overflow.
+    #[error("task `{task}`: extension refused, {} is out of range (at most 100 years)", humantime::format_duration(*.requested))]
+    ExtensionTooLong {
+        /// The task.
+        task: String,
+        /// The extension asked for.
+        requested: Duration,
     },
 }

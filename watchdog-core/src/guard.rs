@@ -7,7 +7,6 @@
 //! and it wakes for expiring tasks, not for signals (R9.3). On a virtual
 //! clock there is no thread; the test drives time with [`Guard::advance`].
 
-use std::any::Any;
 use std::fmt;
 use std::hash::{BuildHasher, RandomState};
 use std::ops::Deref;
@@ -16,112 +15,21 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use hashbrown::HashTable;
-use parking_lot::Mutex;
 
+use crate::builder::{spawn_checked, GuardBuilder, SpawnGate};
 use crate::cell::CounterSlot;
-use crate::clock::{Clock, LaggingClock, ManualClock, MonotonicClock, Nanos};
+use crate::clock::{Clock, ManualClock, MonotonicClock, Nanos};
 use crate::dispatch::Dispatcher;
 use crate::error::GuardError;
 use crate::event::{EventKind, LeftoverAction, Outcome, ProcessName, TaskId};
+use crate::loom::heavy_barrier;
+use crate::loom::sync::Mutex;
 use crate::profile::Profile;
 use crate::signal::SignalKind;
-use crate::sink::Sink;
 use crate::slab::{CellRef, Slab};
 use crate::status::{BackgroundTask, LastCall, Stamp, TaskStatus};
 use crate::task::{ChildProbe, Life, Out, Task, TaskCtl};
 use crate::timers::TimerHeap;
-
-/// Builds a [`Guard`].
-///
-/// # Examples
-///
-/// ```
-/// use watchdog_core::{Guard, ManualClock, RecordingSink};
-///
-/// let guard = Guard::builder()
-///     .clock(ManualClock::new())
-///     .sink(RecordingSink::new())
-///     .build();
-/// assert!(!guard.is_busy());
-/// ```
-#[must_use]
-pub struct GuardBuilder {
-    clock: Arc<dyn Clock>,
-    manual: Option<ManualClock>,
-    fast_clock: Option<MonotonicClock>,
-    sinks: Vec<Arc<dyn Sink>>,
-}
-
-impl fmt::Debug for GuardBuilder {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GuardBuilder")
-            .field("clock", &self.clock)
-            .field("sinks", &self.sinks.len())
-            .finish()
-    }
-}
-
-impl GuardBuilder {
-    /// Uses `clock` instead of the real monotonic clock.
-    ///
-    /// A [`ManualClock`] or a [`LaggingClock`] makes the guard virtual: no
-    /// driver thread, time moves with [`Guard::advance`].
-    pub fn clock<C: Clock + Any>(mut self, clock: C) -> Self {
-        let any = &clock as &dyn Any;
-        self.manual = any.downcast_ref::<ManualClock>().cloned().or_else(|| {
-            any.downcast_ref::<LaggingClock>()
-                .map(|c| c.manual().clone())
-        });
-        self.fast_clock = (&clock as &dyn Any)
-            .downcast_ref::<MonotonicClock>()
-            .cloned();
-        self.clock = Arc::new(clock);
-        self
-    }
-
-    /// Adds a sink. Sinks are called in the order added.
-    pub fn sink(mut self, sink: impl Sink) -> Self {
-        self.sinks.push(Arc::new(sink));
-        self
-    }
-
-    /// Adds a shared sink.
-    pub fn shared_sink(mut self, sink: Arc<dyn Sink>) -> Self {
-        self.sinks.push(sink);
-        self
-    }
-
-    /// Builds the guard and, on a real clock, starts its driver thread.
-    pub fn build(self) -> Guard {
-        let inner = Arc::new(Inner {
-            clock: self.clock,
-            fast_clock: self.fast_clock,
-            manual: self.manual,
-            sched: Mutex::new(Scheduler::default()),
-            dispatch: Dispatcher::new(self.sinks),
-            next_id: AtomicU64::new(1),
-            driver: OnceLock::new(),
-            shutdown: AtomicBool::new(false),
-        });
-        if !inner.clock.is_virtual() {
-            let driver_inner = Arc::clone(&inner);
-            let spawned = std::thread::Builder::new()
-                .name("stallguard-driver".into())
-                .spawn(move || driver_inner.drive());
-            match spawned {
-                Ok(handle) => {
-                    let _ = inner.driver.set(handle.thread().clone());
-                }
-                Err(e) => {
-                    tracing::error!(error = %e, "could not start the stallguard driver thread")
-                }
-            }
-        }
-        Guard {
-            owner: Arc::new(Owner { inner }),
-        }
-    }
-}
 
 /// The watchdog engine: starts tasks, judges their silence, and dispatches
 /// events and actions to sinks.
@@ -172,6 +80,11 @@ impl fmt::Debug for Guard {
     }
 }
 
+/// A guard on the real clock with no sinks.
+///
+/// # Panics
+///
+/// As [`GuardBuilder::build`], if its driver thread cannot start.
 impl Default for Guard {
     fn default() -> Self {
         Guard::builder().build()
@@ -181,13 +94,7 @@ impl Default for Guard {
 impl Guard {
     /// Starts building a guard on the real clock with no sinks.
     pub fn builder() -> GuardBuilder {
-        let clock = MonotonicClock::new();
-        GuardBuilder {
-            clock: Arc::new(clock.clone()),
-            fast_clock: Some(clock),
-            manual: None,
-            sinks: Vec::new(),
-        }
+        GuardBuilder::new()
     }
 
     /// Starts watching a task named `name` with `profile`.
@@ -453,6 +360,42 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// Builds the engine and, on a real clock, starts its driver thread;
+    /// an error, not a guard that judges nothing, when the thread cannot
+    /// start (R10.5).
+    pub(crate) fn start(
+        clock: Arc<dyn Clock>,
+        fast_clock: Option<MonotonicClock>,
+        manual: Option<ManualClock>,
+        dispatch: Dispatcher,
+        gate: Option<SpawnGate>,
+    ) -> Result<Guard, GuardError> {
+        crate::loom::register_barriers();
+        let inner = Arc::new(Inner {
+            clock,
+            fast_clock,
+            manual,
+            sched: Mutex::new(Scheduler::default()),
+            dispatch,
+            next_id: AtomicU64::new(1),
+            driver: OnceLock::new(),
+            shutdown: AtomicBool::new(false),
+        });
+        if !inner.clock.is_virtual() {
+            const NAME: &str = "stallguard-driver";
+            let driver_inner = Arc::clone(&inner);
+            let handle = spawn_checked(gate, NAME, || {
+                std::thread::Builder::new()
+                    .name(NAME.into())
+                    .spawn(move || driver_inner.drive())
+            })?;
+            let _ = inner.driver.set(handle.thread().clone());
+        }
+        Ok(Guard {
+            owner: Arc::new(Owner { inner }),
+        })
+    }
+
     fn unpark_driver(&self) {
         if let Some(t) = self.driver.get() {
             t.unpark();
@@ -494,6 +437,7 @@ impl Inner {
     /// instant, earliest first (ties by slot, so runs are reproducible).
     fn run_due(&self, s: &mut Scheduler, now: Nanos) {
         let mut out = Out::new(&*self.clock);
+        let mut raised = Vec::new();
         while let Some((due, slot)) = s.timers.peek(&s.slab) {
             if due > now {
                 break;
@@ -504,10 +448,32 @@ impl Inner {
                 continue;
             };
             t.evaluate(due, &mut out);
+            if std::mem::take(&mut out.raised) {
+                raised.push((slot, due));
+            }
             // Re-arming moves the entry past `due`, or drops it.
             self.rearm_after(s, slot, Nanos::from_nanos(due.as_nanos() + 1));
         }
+        self.absorb_raced(s, raised, &mut out);
         self.dispatch.push(out.items);
+    }
+
+    /// The driver's half of the record/stall handshake (see
+    /// `TaskCell::record`, R10.5): after a pass raised flags, one heavy
+    /// barrier for the whole pass, then every task that raised one looks at
+    /// its stamps again, so a renewal that raced the flag is a recovery at
+    /// the verdict's instant (R3.3), not one budget later.
+    fn absorb_raced(&self, s: &mut Scheduler, raised: Vec<(u32, Nanos)>, out: &mut Out<'_>) {
+        if raised.is_empty() {
+            return;
+        }
+        heavy_barrier();
+        for (slot, e) in raised {
+            if let Some(mut t) = s.task(slot) {
+                t.sync(e, out);
+            }
+            self.rearm_after(s, slot, Nanos::from_nanos(e.as_nanos() + 1));
+        }
     }
 
     /// Runs a slow-path operation on one task at the clock's current reading,
@@ -533,6 +499,11 @@ impl Inner {
                     Some(due) if due <= now => t.evaluate(now, &mut out),
                     _ => break,
                 }
+            }
+            if std::mem::take(&mut out.raised) {
+                // The driver's half of the handshake, as in `absorb_raced`.
+                heavy_barrier();
+                t.sync(now, &mut out);
             }
             self.rearm(&mut s, slot);
             self.dispatch.push(out.items);
@@ -881,7 +852,7 @@ impl OutputCounter {
     /// Records output: `bytes` written, of which `lines` newlines (R5.1).
     #[inline]
     pub fn record(&self, bytes: u64, lines: u64) {
-        let add = |c: &std::sync::atomic::AtomicU64, n: u64| {
+        let add = |c: &crate::loom::sync::atomic::AtomicU64, n: u64| {
             c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
         };
         add(&self.slot.bytes, bytes);

@@ -40,14 +40,21 @@
     rust_2018_idioms
 )]
 
+mod builder;
 mod calls;
 mod cell;
 mod clock;
 mod dispatch;
+mod duration;
 mod error;
 mod event;
 mod guard;
+mod loom;
+#[cfg(all(test, loom))]
+mod loom_models;
 mod profile;
+#[cfg(test)]
+mod race;
 mod signal;
 mod sink;
 mod slab;
@@ -55,14 +62,19 @@ mod status;
 mod task;
 mod timers;
 
+pub use builder::GuardBuilder;
 pub use calls::{CallProblem, MAX_CALLS_IN_FLIGHT, MAX_CALL_ID};
 pub use clock::{Clock, LaggingClock, ManualClock, MonotonicClock, Nanos};
+pub use duration::{
+    check_duration, duration_from_millis, instant_after, parse_duration, DurationError,
+    DURATION_RANGE, MAX_DURATION,
+};
 pub use error::GuardError;
 pub use event::{
     Action, ActionKind, Budget, ChildInfo, Event, EventKind, LeftoverAction, Outcome, ProcState,
     ProcessName, TaskId,
 };
-pub use guard::{Guard, GuardBuilder, OutputCounter, Recorder, TaskHandle};
+pub use guard::{Guard, OutputCounter, Recorder, TaskHandle};
 pub use profile::{Profile, ProfileError};
 pub use signal::{KindSet, SignalKind, UnknownKind};
 pub use sink::{Delivered, Delivery, RecordingSink, Sink, SinkError};

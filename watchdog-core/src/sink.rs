@@ -267,7 +267,7 @@ impl RecordingSink {
     /// Blocks until an event of type `ty` for task `name` arrives, or
     /// `timeout` passes; returns whether it arrived. For real-time tests.
     pub fn wait_for(&self, name: &str, ty: &str, timeout: std::time::Duration) -> bool {
-        let deadline = std::time::Instant::now() + timeout;
+        let deadline = crate::instant_after(timeout);
         let (lock, cv) = &*self.inner;
         let mut got = lock.lock();
         loop {

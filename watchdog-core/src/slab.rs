@@ -9,16 +9,21 @@
 //! and the last recorder is gone, so a late signal from an old recorder can
 //! never land in a new task's cell.
 
-use std::sync::atomic::{fence, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use crate::loom::sync::atomic::fence;
+use crate::loom::sync::Mutex;
 
 use crate::cell::TaskCell;
 use crate::task::TaskCtl;
 
 /// Tasks per chunk: 32 KiB of cells.
+#[cfg(not(loom))]
 pub(crate) const CHUNK: usize = 256;
+/// Under loom every cell is a dozen modelled atomics: a few per chunk.
+#[cfg(loom)]
+pub(crate) const CHUNK: usize = 4;
 
 /// Slots whose task finished and whose last holder let go.
 type FreeList = Arc<Mutex<Vec<u32>>>;
@@ -39,7 +44,8 @@ pub(crate) struct CellRef {
     index: u8,
 }
 
-const _: () = assert!(CHUNK - 1 == u8::MAX as usize);
+// A `u8` indexes a chunk; at 256 cells, with no bounds check.
+const _: () = assert!(CHUNK - 1 <= u8::MAX as usize);
 
 impl CellRef {
     /// Returns the slot of this cell's task.
@@ -88,7 +94,7 @@ fn release(chunk: &CellChunk, index: u8) {
 pub(crate) struct Slab {
     cells: Vec<Arc<CellChunk>>,
     ctls: Vec<Box<[Option<TaskCtl>]>>,
-    free: FreeList,
+    pub(crate) free: FreeList,
     live: usize,
 }
 

@@ -70,6 +70,11 @@ pub(crate) enum Life {
 pub(crate) struct Out<'a> {
     pub(crate) clock: &'a dyn Clock,
     pub(crate) items: Vec<Item>,
+    /// A flag that sends recorders down the slow path (`STALLED`,
+    /// `LIVENESS_LOST`) was raised: the caller owes the task the driver's
+    /// half of the handshake, a heavy barrier then another look at its
+    /// stamps (see [`TaskCell::record`]).
+    pub(crate) raised: bool,
 }
 
 impl<'a> Out<'a> {
@@ -77,6 +82,7 @@ impl<'a> Out<'a> {
         Out {
             clock,
             items: Vec::new(),
+            raised: false,
         }
     }
 }
@@ -416,6 +422,7 @@ impl Task<'_> {
             if self.liveness_armed && !self.liveness_lost && e.saturating_since(from) >= limit {
                 self.liveness_lost = true;
                 self.cell.set_flag(LIVENESS_LOST, true);
+                out.raised = true;
                 let reason = format!(
                     "no heartbeat for {} (liveness {})",
                     fmt_dur(e.saturating_since(from)),
@@ -462,6 +469,7 @@ impl Task<'_> {
         self.stall_count += 1;
         self.cell.anchor.set(e);
         self.cell.set_flag(STALLED, true);
+        out.raised = true;
         let silent = e.saturating_since(self.cell.silent_since.get());
         let children = self.probe().and_then(|p| p.children()).map(|c| {
             c.into_iter()
@@ -483,17 +491,30 @@ impl Task<'_> {
             },
         );
         if terminate_after != 0 && strike >= terminate_after {
-            let reason = format!(
-                "{budget} budget of {} exceeded: silent for {} (strike {strike} of {terminate_after})",
-                fmt_dur(limit),
-                fmt_dur(silent)
-            );
+            // Before the first signal with no startup budget set, the limit
+            // is the idle budget the user chose: name that one.
+            let reason = if budget == Budget::Startup && self.profile.startup.is_none() {
+                format!(
+                    "idle budget of {} exceeded before any output: silent for {} (strike {strike} of {terminate_after})",
+                    fmt_dur(limit),
+                    fmt_dur(silent)
+                )
+            } else {
+                format!(
+                    "{budget} budget of {} exceeded: silent for {} (strike {strike} of {terminate_after})",
+                    fmt_dur(limit),
+                    fmt_dur(silent)
+                )
+            };
             self.cancel(e, reason, out);
             return true;
         }
-        // A renewal that raced the STALLED flag is a recovery now, not one
-        // budget later.
+        // A renewal already visible is a recovery now; one whose store
+        // raced the flag is caught after the pass's heavy barrier
+        // (`Out::raised`), still not one budget later.
         self.sync(e, out);
+        #[cfg(test)]
+        crate::race::after_stall(self.cell);
         false
     }
 
@@ -737,6 +758,22 @@ impl Task<'_> {
         let total = wanted
             .saturating_since(self.start)
             .saturating_sub(self.paused_total());
+        // R8.12: past 100 years is refused, never saturated or overflowed,
+        // and said like any refused extension (R8.7).
+        if crate::check_duration(by).is_err() {
+            self.emit(
+                out,
+                e,
+                EventKind::ExtensionRefused {
+                    requested: total,
+                    allowed: crate::MAX_DURATION,
+                },
+            );
+            return Err(GuardError::ExtensionTooLong {
+                task: self.name.to_string(),
+                requested: by,
+            });
+        }
         if let Some(max) = self.profile.max_deadline {
             if total > max {
                 self.emit(

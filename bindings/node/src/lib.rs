@@ -154,12 +154,11 @@ fn engine_error(e: GuardError) -> Error {
 fn duration(key: &str, value: &Value) -> std::result::Result<Duration, String> {
     let bad = |why: &str| format!("{key}: invalid duration {value}: {why}");
     match value {
-        Value::String(s) => humantime::parse_duration(s.trim()).map_err(|e| bad(&e.to_string())),
+        // R10.6, R8.12: the core parses and bounds it, as for TOML and flags.
+        Value::String(s) => watchdog_core::parse_duration(s).map_err(|e| bad(&e.to_string())),
         Value::Number(n) => match n.as_f64() {
-            Some(ms) if ms.is_finite() && ms >= 0.0 && ms <= u64::MAX as f64 => {
-                Ok(Duration::from_secs_f64(ms / 1000.0))
-            }
-            _ => Err(bad("expected a non-negative number of milliseconds")),
+            Some(ms) => watchdog_core::duration_from_millis(ms).map_err(|e| bad(&e.to_string())),
+            None => Err(bad("expected a non-negative number of milliseconds")),
         },
         _ => Err(bad(
             "expected a humantime string such as \"90s\" or a number of milliseconds",
@@ -302,11 +301,16 @@ impl NativeGuard {
             order: Mutex::new(()),
         };
         let builder = watchdog_core::Guard::builder().sink(sink);
-        let guard = if manual {
-            builder.clock(ManualClock::new()).build()
+        let builder = if manual {
+            builder.clock(ManualClock::new())
         } else {
-            builder.build()
+            builder
         };
+        // R10.5: a guard whose driver thread cannot start is an error, not
+        // a guard that judges nothing.
+        let guard = builder
+            .try_build()
+            .map_err(|e| Error::new(Status::GenericFailure, format!("stallguard: {e}")))?;
         Ok(NativeGuard {
             guard,
             outlet,
@@ -357,12 +361,29 @@ impl NativeGuard {
         to_js(&self.guard.statuses())
     }
 
-    /// Waits for the engine's dispatch, then returns how many messages have
-    /// been posted to JS so far.
+    /// Waits up to `timeout` (default 5 s) for the engine's dispatch, then
+    /// returns how many messages have been posted to JS so far and the
+    /// timeout in milliseconds, for `flush`'s own wait on JS; throws
+    /// when the engine's sinks did not catch up in time (R10.5).
     #[napi]
-    pub fn posted(&self) -> f64 {
-        self.guard.flush(Duration::from_secs(5));
-        self.outlet.posted.load(Ordering::Acquire) as f64
+    pub fn posted(&self, env: Env, timeout: Option<Value>) -> Result<Vec<f64>> {
+        let timeout = match timeout {
+            None | Some(Value::Null) => Duration::from_secs(5),
+            Some(v) => duration("timeout", &v).map_err(|m| type_error(&env, m))?,
+        };
+        if !self.guard.flush(timeout) {
+            return Err(Error::new(
+                Status::GenericFailure,
+                format!(
+                    "flush: the engine's sinks did not catch up within {}",
+                    humantime::format_duration(timeout)
+                ),
+            ));
+        }
+        Ok(vec![
+            self.outlet.posted.load(Ordering::Acquire) as f64,
+            timeout.as_secs_f64() * 1000.0,
+        ])
     }
 }
 

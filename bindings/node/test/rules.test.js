@@ -369,6 +369,9 @@ test('bad input: a TypeError naming the key and the value; engine errors say wha
     [{ terminateAfter: 1.5 }, /^terminateAfter: invalid value 1.5/],
     [{ renewedBy: ['output', 'vibes'] }, /^renewedBy: unknown signal kind "vibes"; expected one of argument-delta/],
     [{ idel: '30s' }, /^idel: unknown option/],
+    // R8.12, R10.6: the core's 100-year limit, as for TOML and the CLI.
+    [{ deadline: '101y' }, /^deadline: invalid duration "101y": .*at most 100 years/],
+    [{ gracePeriod: 1e300 }, /^gracePeriod: invalid duration 1e\+?300: .*at most 100 years/],
   ];
   for (const [opts, msg] of cases) {
     assert.throws(() => guard.start('x', opts), (e) => e instanceof TypeError && msg.test(e.message), JSON.stringify(opts));

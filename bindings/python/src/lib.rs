@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyTimeoutError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyList, PyString};
 use stallguard_sinks::process::ProcessSink;
@@ -119,6 +119,9 @@ impl Sink for PySink {
     }
 }
 
+/// How long `Guard.flush` waits by default (R10.5: bounded).
+const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// A watchdog for many tasks; see the module documentation in `stallguard.pyi`.
 #[pyclass(frozen, module = "stallguard")]
 struct Guard {
@@ -160,15 +163,21 @@ impl Guard {
             // SIGTERM, then SIGKILL after the grace period.
             builder = builder.sink(ProcessSink::new());
         }
-        let (guard, manual) = match clock {
-            "real" => (builder.build(), false),
-            "manual" => (builder.clock(ManualClock::new()).build(), true),
+        let (builder, manual) = match clock {
+            "real" => (builder, false),
+            "manual" => (builder.clock(ManualClock::new()), true),
             other => {
                 return Err(PyValueError::new_err(format!(
                     "clock: expected \"real\" or \"manual\", got {other:?}"
                 )))
             }
         };
+        // R10.5: a guard whose threads cannot start is an error, as
+        // `threading.Thread.start` raises RuntimeError, not a guard that
+        // judges nothing.
+        let guard = builder
+            .try_build()
+            .map_err(|e| PyRuntimeError::new_err(format!("stallguard: {e}")))?;
         Ok(Guard {
             guard,
             shared,
@@ -265,9 +274,25 @@ impl Guard {
         Ok(())
     }
 
-    /// Returns once every event emitted so far reached `on_event`.
-    fn flush(&self, py: Python<'_>) {
-        py.detach(|| while !self.guard.flush(Duration::from_secs(1)) {});
+    /// Returns once every event emitted so far reached `on_event`; raises
+    /// TimeoutError if that takes longer than `timeout` (default 5 s).
+    #[pyo3(signature = (timeout = None))]
+    fn flush(&self, py: Python<'_>, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let timeout = match timeout {
+            None => FLUSH_TIMEOUT,
+            Some(v) => budget("timeout", v)?.ok_or_else(|| {
+                PyValueError::new_err(
+                    "timeout: a flush is bounded: expected a duration, got \"off\"",
+                )
+            })?,
+        };
+        if py.detach(|| self.guard.flush(timeout)) {
+            return Ok(());
+        }
+        Err(PyTimeoutError::new_err(format!(
+            "flush: on_event did not catch up within {} (it is still running an event)",
+            humantime::format_duration(timeout)
+        )))
     }
 
     /// Returns the status dict of the live task named `name`, or None.
@@ -524,6 +549,10 @@ fn budget(key: &str, v: &Bound<'_, PyAny>) -> PyResult<Option<Duration>> {
             repr(v)
         ))
     };
+    // The core's reason (out of range, negative), then the value as given.
+    let because = |e: watchdog_core::DurationError| {
+        PyValueError::new_err(format!("{key}: {e}; got {}", repr(v)))
+    };
     if v.is_instance_of::<PyBool>() {
         return Err(bad());
     }
@@ -532,7 +561,8 @@ fn budget(key: &str, v: &Bound<'_, PyAny>) -> PyResult<Option<Duration>> {
         if s == "off" {
             return Ok(None);
         }
-        return humantime::parse_duration(s).map(Some).map_err(|_| bad());
+        // R10.6, R8.12: the core parses and bounds it, as for TOML and flags.
+        return watchdog_core::parse_duration(s).map(Some).map_err(because);
     }
     let ms = if let Ok(ms) = v.extract::<f64>() {
         ms
@@ -545,10 +575,9 @@ fn budget(key: &str, v: &Bound<'_, PyAny>) -> PyResult<Option<Duration>> {
     } else {
         return Err(bad());
     };
-    if !ms.is_finite() || !(0.0..=1e15).contains(&ms) {
-        return Err(bad());
-    }
-    Ok(Some(Duration::from_secs_f64(ms / 1000.0)))
+    watchdog_core::duration_from_millis(ms)
+        .map(Some)
+        .map_err(because)
 }
 
 /// Reads `renewed_by`: a list of signal kind names.

@@ -195,6 +195,14 @@ def test_a_bad_duration_raises_value_error_naming_the_key_and_value(manual, key,
     assert repr(value) in str(e.value)
 
 
+@pytest.mark.parametrize("value", ["101y", "9223372036854775807s", 1e300, datetime.timedelta(days=999_999_999)])
+def test_a_duration_past_100_years_is_refused_with_the_range(manual, value):
+    # R8.12, R10.6: the same limit as TOML and the CLI, from the core.
+    guard, _ = manual
+    with pytest.raises(ValueError, match="at most 100 years"):
+        guard.start("t", deadline=value)
+
+
 def test_bad_names_are_errors_not_crashes(manual):
     guard, _ = manual
     with pytest.raises(ValueError, match="renewed_by"):

@@ -396,7 +396,7 @@ impl MonitorSink {
     /// [`watchdog_core::Guard::flush`]) to have the final summary before
     /// handing the command's result to the main agent.
     pub fn flush(&self, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
+        let deadline = watchdog_core::instant_after(timeout);
         let core = &self.shared.core;
         let mut pending = core.pending.lock();
         while *pending > 0 {

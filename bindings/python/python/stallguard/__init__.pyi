@@ -29,6 +29,10 @@ class Guard:
     sink thread with the GIL held. With `process_groups=True`, a cancel also
     stops the process group a task attached (`Task.attach_process`): SIGTERM,
     then SIGKILL after the grace period (R3.5).
+
+    Raises RuntimeError, naming the thread and the system's reason, when a
+    thread the guard needs (its driver, its sink thread) cannot start: no
+    guard is better than one that judges nothing (R10.5).
     """
 
     def __init__(
@@ -58,8 +62,12 @@ class Guard:
         Keep the returned Task: dropping it finishes the task as abandoned."""
     def advance(self, ms: Duration) -> None:
         """Moves the manual clock forward and takes every verdict that came due."""
-    def flush(self) -> None:
-        """Returns once every event emitted so far reached on_event."""
+    def flush(self, timeout: Duration = "5s") -> None:
+        """Returns once every event emitted so far reached on_event.
+
+        Bounded: raises TimeoutError when on_event has not caught up within
+        `timeout` (default 5 s; "off" is refused), e.g. a callback that hangs.
+        """
     def status(self, name: str) -> Optional[dict[str, Any]]:
         """The R4.2 status of the live task `name`, or None."""
     def statuses(self) -> list[dict[str, Any]]:
