@@ -8,9 +8,26 @@
 //! every format through one interface (a `Box<dyn StreamAdapter>` from
 //! [`StreamFormat::adapter`]).
 
-/// The tracker accessors of a [`StreamAdapter`] whose tracker is its
-/// `tracker` field.
-macro_rules! tracker_field {
+/// The parts of a [`StreamAdapter`] impl every adapter shares: the tracker
+/// accessors (its `tracker` field) and `feed_value` through the adapter's
+/// own parser, `dispatch` (one event, one result) or `apply` (a chunk of
+/// parts folded by `Acc`).
+macro_rules! adapter_common {
+    (dispatch) => {
+        fn feed_value(&mut self, event: &Value) -> Result<Step, Rejection> {
+            let r = self.dispatch(event);
+            super::settle(&mut self.tracker, r)
+        }
+        adapter_common!();
+    };
+    (apply) => {
+        fn feed_value(&mut self, chunk: &Value) -> Result<Step, Rejection> {
+            let mut acc = super::Acc::default();
+            let r = self.apply(chunk, &mut acc);
+            acc.settle(&mut self.tracker, r)
+        }
+        adapter_common!();
+    };
     () => {
         fn tracker(&self) -> &ArgumentTracker {
             &self.tracker

@@ -25,7 +25,7 @@
 use serde_json::Value;
 use watchdog_core::Recorder;
 
-use super::{json_index, json_str, settle, ArgumentTracker, Parse, Rejection, Step, StreamAdapter};
+use super::{json_index, json_str, ArgumentTracker, Parse, Rejection, Step, StreamAdapter};
 
 /// Feeds Anthropic Messages stream events to an [`ArgumentTracker`].
 ///
@@ -56,16 +56,11 @@ pub struct AnthropicStream {
 }
 
 impl StreamAdapter for AnthropicStream {
-    fn feed_value(&mut self, event: &Value) -> Result<Step, Rejection> {
-        let r = self.dispatch(event);
-        settle(&mut self.tracker, r)
-    }
-
     fn turn_end(&mut self) {
         self.tracker.message_end();
     }
 
-    tracker_field!();
+    adapter_common!(dispatch);
 }
 
 impl AnthropicStream {

@@ -71,17 +71,6 @@ pub struct GeminiStream {
 }
 
 impl StreamAdapter for GeminiStream {
-    /// Feeds one already-parsed chunk: [`Step::Renewed`] if any part
-    /// renewed, else the first rejection, else [`Step::Tracked`] or
-    /// [`Step::Ignored`]. Every rejection in the chunk is counted. The text
-    /// a chunk arrives as is an SSE `data:` payload, or one element of the
-    /// JSON array the non-SSE endpoint streams.
-    fn feed_value(&mut self, chunk: &Value) -> Result<Step, Rejection> {
-        let mut acc = Acc::default();
-        let r = self.apply(chunk, &mut acc);
-        acc.settle(&mut self.tracker, r)
-    }
-
     /// Ends the current response, as when the runner drops a stream midway.
     fn turn_end(&mut self) {
         self.tracker.message_end();
@@ -90,7 +79,7 @@ impl StreamAdapter for GeminiStream {
         self.streaming = None;
     }
 
-    tracker_field!();
+    adapter_common!(apply);
 }
 
 impl GeminiStream {

@@ -77,18 +77,6 @@ pub struct OpenAiStream {
 }
 
 impl StreamAdapter for OpenAiStream {
-    /// Feeds one already-parsed chunk.
-    ///
-    /// A chunk can hold several tool-call entries: the result is
-    /// [`Step::Renewed`] if any delta renewed, else the first rejection,
-    /// else [`Step::Tracked`] or [`Step::Ignored`]. Every rejection in the
-    /// chunk is counted.
-    fn feed_value(&mut self, chunk: &Value) -> Result<Step, Rejection> {
-        let mut acc = Acc::default();
-        let r = self.apply(chunk, &mut acc);
-        acc.settle(&mut self.tracker, r)
-    }
-
     /// Feeds one SSE `data:` payload as raw bytes: a chunk's JSON, or
     /// `[DONE]`, which ends the message.
     fn feed_bytes(&mut self, data: &[u8]) -> Result<Step, Rejection> {
@@ -102,7 +90,7 @@ impl StreamAdapter for OpenAiStream {
         self.tracker.message_end();
     }
 
-    tracker_field!();
+    adapter_common!(apply);
 }
 
 impl OpenAiStream {

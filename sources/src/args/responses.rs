@@ -30,7 +30,7 @@ use serde_json::Value;
 use watchdog_core::Recorder;
 
 use super::{
-    json_index, json_str, settle, ArgumentTracker, Freshness, Parse, Rejection, Step, StreamAdapter,
+    json_index, json_str, ArgumentTracker, Freshness, Parse, Rejection, Step, StreamAdapter,
 };
 
 /// Feeds OpenAI Responses API stream events to an [`ArgumentTracker`].
@@ -65,18 +65,13 @@ pub struct ResponsesStream {
 }
 
 impl StreamAdapter for ResponsesStream {
-    fn feed_value(&mut self, event: &Value) -> Result<Step, Rejection> {
-        let r = self.dispatch(event);
-        settle(&mut self.tracker, r)
-    }
-
     /// Ends the current response, as when the runner drops a stream midway.
     fn turn_end(&mut self) {
         self.tracker.message_end();
         self.current = None;
     }
 
-    tracker_field!();
+    adapter_common!(dispatch);
 }
 
 impl ResponsesStream {
