@@ -79,12 +79,21 @@ export interface TaskStatus {
 /** What a fed stream event did: renewed the task, moved the tracker, or nothing. */
 export type Step = 'renewed' | 'tracked' | 'ignored';
 
-/** An adapter for a provider's streamed tool-call arguments (R5.2). */
+/** A wire format of streamed tool-call arguments (R5.2, R5.9). */
+export type StreamFormat = 'anthropic' | 'openai' | 'responses' | 'gemini';
+
+/** An adapter for a provider's streamed tool-call arguments (R5.2): one class for every format, over the engine's `StreamAdapter` trait. */
 export interface ArgumentStream {
   /** Feeds one SSE `data:` payload; throws an Error with the reason when the event is refused. */
   feed(data: string): Step;
   /** Ends the turn: the next message starts a new generation. */
   turnEnd(): void;
+  /** The wire format this adapter reads. */
+  readonly format: StreamFormat;
+  /** How many deltas renewed the task so far. */
+  readonly accepted: number;
+  /** Refusals so far, by reason (`empty_delta`, `invalid_json`, ...). */
+  readonly rejections: Record<string, number>;
 }
 
 /** One watched task; `Guard.start` makes them. */
@@ -102,11 +111,13 @@ export class Task {
   heartbeat(): void;
   /** A progress value; true when it rose and renewed the task (R5.8). */
   progress(value: number): boolean;
-  /** A tool call started: the execution budget applies (R2.2). */
+  /** A tool call started: the execution budget applies (R2.2). The engine's one set of calls in flight checks it (R10.6): an empty id or name, one over 256 bytes, an id already in flight, or a start past 1024 in flight throws an Error with the same message as Rust and Python. */
   toolStarted(id: string, name: string): void;
   /** A tool call ended. */
   toolFinished(id: string, outcome: 'success' | 'failure'): void;
-  /** Anthropic Messages stream events. */
+  /** An adapter for `format`'s stream events; an unknown format throws a TypeError naming the four. */
+  argumentStream(format: StreamFormat): ArgumentStream;
+  /** Anthropic Messages stream events: `argumentStream('anthropic')`. */
   anthropicStream(): ArgumentStream;
   /** OpenAI Chat Completions stream chunks. */
   openaiStream(): ArgumentStream;
@@ -114,6 +125,14 @@ export class Task {
   responsesStream(): ArgumentStream;
   /** Gemini `streamGenerateContent` chunks (R5.9). */
   geminiStream(): ArgumentStream;
+  /** Stops every budget, the deadline included, until `resume` (R2.8), as while waiting on a human. */
+  pause(): void;
+  /** Resumes the budgets, keeping the time already used (R2.8). */
+  resume(): void;
+  /** Reports the task's own fault: a cancel with `reason` (R2.10); `signal` aborts. */
+  trigger(reason: string): void;
+  /** Cancels the task now with `reason` (R3.5); `signal` aborts. */
+  cancel(reason: string): void;
   /** The R4.2 snapshot, or null once finished. */
   status(): TaskStatus | null;
   /** Settles the task; `finished` is its last event (R3.8). */

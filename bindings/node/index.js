@@ -65,20 +65,41 @@ class Task {
     this.#native.toolFinished(id, outcome);
   }
 
+  /** One adapter class for every wire format (the engine's StreamAdapter). */
+  argumentStream(format) {
+    return this.#native.argumentStream(format);
+  }
+
   anthropicStream() {
-    return this.#native.anthropicStream();
+    return this.argumentStream('anthropic');
   }
 
   openaiStream() {
-    return this.#native.openaiStream();
+    return this.argumentStream('openai');
   }
 
   responsesStream() {
-    return this.#native.responsesStream();
+    return this.argumentStream('responses');
   }
 
   geminiStream() {
-    return this.#native.geminiStream();
+    return this.argumentStream('gemini');
+  }
+
+  pause() {
+    this.#native.pause();
+  }
+
+  resume() {
+    this.#native.resume();
+  }
+
+  trigger(reason) {
+    this.#native.trigger(reason);
+  }
+
+  cancel(reason) {
+    this.#native.cancel(reason);
   }
 
   status() {

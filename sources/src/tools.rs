@@ -1,20 +1,22 @@
 //! Tool-call start/finish feeds (R5.3).
 //!
-//! [`ToolCallFeed`] checks call ids and names before handing them to the
-//! task's [`Recorder`], which keeps the in-flight set that drives the
-//! execution budget (R2.2) and the last call (R4.1). A finish for an id not
-//! in flight is reported through `tracing` and returned as an error, never a
-//! panic. Streamed arguments of a call not yet final live in [`crate::args`].
+//! [`ToolCallFeed`] is a stateless translator onto the task's [`Recorder`]:
+//! the core keeps the one set of calls in flight (R10.6), with the limits on
+//! ids and names and the cap, and drives the execution budget (R2.2) and
+//! the last call (R4.1) from it. So a call started on the recorder (or by
+//! another feed, an agent stream, a binding) finishes through this feed and
+//! the other way round. A finish for an id not in flight is reported
+//! through `tracing` and returned as an error, never a panic. Streamed
+//! arguments of a call not yet final live in [`crate::args`].
 
-use std::collections::HashSet;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use parking_lot::Mutex;
-use watchdog_core::{CallOutcome, GuardError, Recorder};
+use watchdog_core::{CallOutcome, CallProblem, GuardError, Recorder};
 
-/// The longest call id or tool name accepted, in bytes.
-pub const MAX_CALL_ID: usize = 256;
+/// The longest call id or tool name accepted, in bytes: the core's
+/// [`watchdog_core::MAX_CALL_ID`].
+pub const MAX_CALL_ID: usize = watchdog_core::MAX_CALL_ID;
 
 /// Why a tool-call start or finish was refused.
 ///
@@ -43,15 +45,39 @@ pub enum ToolCallError {
     /// A finish for an id not in flight.
     #[error("no tool call `{0}` is in flight")]
     UnknownCall(String),
-    /// The guard refused (the task finished or is cancelling).
+    /// The guard refused (the task finished or is cancelling, or
+    /// [`watchdog_core::MAX_CALLS_IN_FLIGHT`] calls are in flight).
     #[error(transparent)]
     Guard(GuardError),
+}
+
+impl From<GuardError> for ToolCallError {
+    fn from(e: GuardError) -> Self {
+        match e {
+            GuardError::BadCall {
+                problem: CallProblem::EmptyId,
+                ..
+            } => ToolCallError::EmptyId,
+            GuardError::BadCall {
+                problem: CallProblem::EmptyName,
+                ..
+            } => ToolCallError::EmptyName,
+            GuardError::BadCall {
+                problem: CallProblem::TooLong(n),
+                ..
+            } => ToolCallError::TooLong(n),
+            GuardError::DuplicateCall { call, .. } => ToolCallError::AlreadyInFlight(call),
+            GuardError::UnknownCall { call, .. } => ToolCallError::UnknownCall(call),
+            e => ToolCallError::Guard(e),
+        }
+    }
 }
 
 /// Reports tool calls of one task by call id (R5.3).
 ///
 /// Shareable by reference across threads: starts and finishes may come from
-/// different places of a runner.
+/// different places of a runner. It keeps no calls of its own: the set in
+/// flight is the task's, in the core.
 ///
 /// # Examples
 ///
@@ -73,7 +99,6 @@ pub enum ToolCallError {
 /// ```
 pub struct ToolCallFeed {
     recorder: Recorder,
-    in_flight: Mutex<HashSet<String>>,
     unknown_finishes: AtomicU64,
 }
 
@@ -81,7 +106,6 @@ impl fmt::Debug for ToolCallFeed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolCallFeed")
             .field("task", &self.recorder.id())
-            .field("in_flight", &self.in_flight())
             .field("unknown_finishes", &self.unknown_finishes())
             .finish()
     }
@@ -92,7 +116,6 @@ impl ToolCallFeed {
     pub fn new(recorder: Recorder) -> Self {
         ToolCallFeed {
             recorder,
-            in_flight: Mutex::new(HashSet::new()),
             unknown_finishes: AtomicU64::new(0),
         }
     }
@@ -100,67 +123,33 @@ impl ToolCallFeed {
     /// Reports that call `id` of tool `name` started: a `tool-call` signal,
     /// and the execution budget applies until every started call finished.
     pub fn started(&self, id: &str, name: &str) -> Result<(), ToolCallError> {
-        check(id, ToolCallError::EmptyId)?;
-        check(name, ToolCallError::EmptyName)?;
-        let mut in_flight = self.in_flight.lock();
-        if in_flight.contains(id) {
-            return Err(ToolCallError::AlreadyInFlight(id.to_owned()));
-        }
-        self.recorder
-            .tool_started(id, name)
-            .map_err(ToolCallError::Guard)?;
-        in_flight.insert(id.to_owned());
-        Ok(())
+        Ok(self.recorder.tool_started(id, name)?)
     }
 
     /// Reports that call `id` ended with `outcome`; updates the last call.
     pub fn finished(&self, id: &str, outcome: CallOutcome) -> Result<(), ToolCallError> {
-        let mut in_flight = self.in_flight.lock();
-        if !in_flight.remove(id) {
+        let e = match self.recorder.tool_finished(id, outcome) {
+            Ok(()) => return Ok(()),
+            Err(e) => ToolCallError::from(e),
+        };
+        if let ToolCallError::UnknownCall(call) = &e {
             self.unknown_finishes.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(task = %self.recorder.id(), call = %truncated(id), "finish for a tool call not in flight");
-            return Err(ToolCallError::UnknownCall(truncated(id).to_owned()));
+            tracing::warn!(task = %self.recorder.id(), call = %call, "finish for a tool call not in flight");
         }
-        match self.recorder.tool_finished(id, outcome) {
-            Ok(()) => Ok(()),
-            Err(GuardError::UnknownCall { call, .. }) => {
-                // The call was started on the recorder directly and
-                // finished there already; the core is the authority.
-                self.unknown_finishes.fetch_add(1, Ordering::Relaxed);
-                Err(ToolCallError::UnknownCall(call))
-            }
-            Err(e) => Err(ToolCallError::Guard(e)),
-        }
+        Err(e)
     }
 
-    /// Returns how many calls started through this feed are in flight.
+    /// Returns how many of the task's calls are in flight, whichever door
+    /// started them.
     pub fn in_flight(&self) -> usize {
-        self.in_flight.lock().len()
+        self.recorder.calls_in_flight()
     }
 
-    /// Returns how many finishes named a call that was not in flight.
+    /// Returns how many finishes through this feed named a call that was
+    /// not in flight.
     pub fn unknown_finishes(&self) -> u64 {
         self.unknown_finishes.load(Ordering::Relaxed)
     }
-}
-
-fn check(s: &str, empty: ToolCallError) -> Result<(), ToolCallError> {
-    if s.is_empty() {
-        Err(empty)
-    } else if s.len() > MAX_CALL_ID {
-        Err(ToolCallError::TooLong(s.len()))
-    } else {
-        Ok(())
-    }
-}
-
-/// Cuts an untrusted id for logs and errors to [`MAX_CALL_ID`] bytes.
-fn truncated(id: &str) -> &str {
-    let mut end = id.len().min(MAX_CALL_ID);
-    while !id.is_char_boundary(end) {
-        end -= 1;
-    }
-    &id[..end]
 }
 
 #[cfg(test)]
@@ -230,6 +219,25 @@ mod tests {
             Err(ToolCallError::AlreadyInFlight("c".into()))
         );
         assert_eq!(task.status().unwrap().phase, Phase::Executing { tools: 1 });
+    }
+
+    #[test]
+    fn a_call_started_on_the_recorder_finishes_through_the_feed_and_back() {
+        // R10.6, R5.3: one set of calls in flight, whichever door. Before,
+        // the feed kept its own set: this finish was `UnknownCall` while
+        // the core kept the call in flight and held the execution budget.
+        let (guard, rec, task) = setup();
+        let calls = ToolCallFeed::new(task.recorder());
+        task.tool_started("direct", "bash").unwrap();
+        assert_eq!(calls.in_flight(), 1);
+        calls.finished("direct", CallOutcome::Success).unwrap();
+        assert_eq!(task.status().unwrap().phase, Phase::Idle);
+        calls.started("fed", "grep").unwrap();
+        task.tool_finished("fed", CallOutcome::Error).unwrap();
+        assert_eq!((calls.in_flight(), calls.unknown_finishes()), (0, 0));
+        // No call holds the execution budget: idle applies.
+        guard.advance(Duration::from_secs(10));
+        assert_eq!(rec.types_for("turn"), ["started", "stalled", "cancelling"]);
     }
 
     #[test]

@@ -256,6 +256,25 @@ fn duplicate_and_unknown_ids_are_refused_not_panics() {
 }
 
 #[test]
+fn the_stream_and_the_recorder_share_the_cores_one_set_of_calls() {
+    // R10.6, R5.3: the stream keeps no set of its own, so a call started
+    // by the runner on the recorder finishes on the agent's result line,
+    // and the core's id limit refuses an over-long id from the stream.
+    let (_guard, _rec, task) = setup();
+    let mut stream = AgentStream::new(Format::Gemini, task.recorder());
+    task.tool_started("runner-call", "grep").unwrap();
+    assert_eq!(stream.in_flight(), 1);
+    stream.feed(b"{\"type\":\"tool_result\",\"tool_id\":\"runner-call\",\"status\":\"success\"}\n");
+    assert_eq!(stream.counts().tools_finished, 1);
+    assert_eq!(task.status().unwrap().phase, Phase::Idle);
+    let long = "x".repeat(watchdog_core::MAX_CALL_ID + 1);
+    let line = format!("{{\"type\":\"tool_use\",\"tool_id\":\"{long}\",\"tool_name\":\"grep\"}}\n");
+    stream.feed(line.as_bytes());
+    assert_eq!(stream.counts().refused, 1);
+    assert_eq!(task.calls_in_flight(), 0);
+}
+
+#[test]
 fn parsers_map_fixture_lines_to_events() {
     let line: serde_json::Value = serde_json::from_str(
         fixture("claude-code/bash_session.jsonl")

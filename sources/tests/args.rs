@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use stallguard_sources::args::anthropic::AnthropicStream;
 use stallguard_sources::args::openai::OpenAiStream;
-use stallguard_sources::args::{ArgumentTracker, Freshness, Rejection, Step, MAX_FINGERPRINTS};
+use stallguard_sources::args::{
+    ArgumentTracker, Freshness, Rejection, Step, StreamAdapter, MAX_FINGERPRINTS,
+};
 use watchdog_core::{Guard, ManualClock, Profile, RecordingSink, TaskHandle};
 
 const IDLE: Duration = Duration::from_millis(100);

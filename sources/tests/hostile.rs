@@ -11,7 +11,7 @@ use stallguard_sources::args::anthropic::AnthropicStream;
 use stallguard_sources::args::gemini::GeminiStream;
 use stallguard_sources::args::openai::OpenAiStream;
 use stallguard_sources::args::responses::ResponsesStream;
-use stallguard_sources::args::{Step, MAX_BLOCKS, MAX_FINGERPRINTS};
+use stallguard_sources::args::{Step, StreamAdapter, MAX_BLOCKS, MAX_FINGERPRINTS};
 use stallguard_sources::mcp::{self, McpProgress, MAX_TOKENS};
 use watchdog_core::{Guard, ManualClock, Profile, TaskHandle};
 

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use stallguard_sources::args::openai::OpenAiStream;
-use stallguard_sources::args::{Rejection, Step};
+use stallguard_sources::args::{Rejection, Step, StreamAdapter};
 use stallguard_sources::background::{BackgroundError, BackgroundRecord, MAX_ID, MAX_PER_OWNER};
 use stallguard_sources::procs::{state_from_code, ProcTable, ProcessSampler};
 use stallguard_sources::tools::{ToolCallError, ToolCallFeed, MAX_CALL_ID};

@@ -14,28 +14,12 @@ use stallguard_sources::args::anthropic::AnthropicStream;
 use stallguard_sources::args::gemini::GeminiStream;
 use stallguard_sources::args::openai::OpenAiStream;
 use stallguard_sources::args::responses::ResponsesStream;
-use stallguard_sources::args::{ArgumentTracker, Rejection, Step};
+use stallguard_sources::args::Step;
 use watchdog_core::{Guard, ManualClock, Profile, RecordingSink, SignalKind};
 
-/// One adapter behind a common face, so every recording runs the same checks.
-trait Adapter: fmt::Debug {
-    fn feed(&mut self, line: &str) -> Result<Step, Rejection>;
-    fn tracker(&self) -> &ArgumentTracker;
-}
-
-macro_rules! adapter {
-    ($($t:ty),*) => {$(
-        impl Adapter for $t {
-            fn feed(&mut self, line: &str) -> Result<Step, Rejection> {
-                <$t>::feed(self, line)
-            }
-            fn tracker(&self) -> &ArgumentTracker {
-                <$t>::tracker(self)
-            }
-        }
-    )*};
-}
-adapter!(AnthropicStream, OpenAiStream, ResponsesStream, GeminiStream);
+/// The one face every adapter shows (R5.2, R5.9): every recording runs the
+/// same checks through it.
+use stallguard_sources::args::StreamAdapter as Adapter;
 
 /// The argument fragments a line carries, read straight from the JSON.
 type Fragments = fn(&Value) -> Vec<String>;

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::calls::CallProblem;
 use crate::profile::ProfileError;
 
 /// Why a guard or task operation was refused.
@@ -56,6 +57,15 @@ pub enum GuardError {
         task: String,
         /// The call id given.
         call: String,
+    },
+    /// A tool call whose id or name breaks the limits, or one more start
+    /// than a task keeps in flight (R5.3, R10.6).
+    #[error("task `{task}`: {problem}")]
+    BadCall {
+        /// The task.
+        task: String,
+        /// What was wrong.
+        problem: CallProblem,
     },
     /// Every slot of the guard is taken (about four billion live tasks).
     #[error("the guard already watches {0} tasks, the most it can hold")]

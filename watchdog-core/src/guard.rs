@@ -27,7 +27,7 @@ use crate::loom::sync::Mutex;
 use crate::profile::Profile;
 use crate::signal::SignalKind;
 use crate::slab::{CellRef, Slab};
-use crate::status::{BackgroundTask, CallOutcome, LastCall, Stamp, TaskStatus};
+use crate::status::{BackgroundTask, LastCall, Stamp, TaskStatus};
 use crate::task::{ChildProbe, Life, Out, Task, TaskCtl};
 use crate::timers::TimerHeap;
 
@@ -682,21 +682,11 @@ impl Recorder {
         rose
     }
 
-    /// Records the start of tool call `id` running tool `name` (R5.3): a
-    /// `tool-call` signal, and the execution budget while any is in flight.
-    /// An id already in flight is refused (the signal still counts).
-    pub fn tool_started(&self, id: &str, name: &str) -> Result<(), GuardError> {
+    /// Records a `tool-call` signal, for the tool-call operations of
+    /// `calls.rs` (the set of calls in flight itself is slow state).
+    pub(crate) fn tool_signal(&self) {
         self.cell
             .record(SignalKind::ToolCall, self.inner.clock.now());
-        self.slow(|t, now, _| t.tool_started(now, id, name))
-    }
-
-    /// Records the end of tool call `id` (R5.3); an id not in flight is an
-    /// error, and nothing changes.
-    pub fn tool_finished(&self, id: &str, outcome: CallOutcome) -> Result<(), GuardError> {
-        self.cell
-            .record(SignalKind::ToolCall, self.inner.clock.now());
-        self.slow(|t, now, _| t.tool_finished(now, id, outcome))
     }
 
     /// Stops every budget, the deadline included, until [`Recorder::resume`]
@@ -828,7 +818,7 @@ impl Recorder {
         let _ = self.slow(|_, _, _| Ok(()));
     }
 
-    fn slow<R>(
+    pub(crate) fn slow<R>(
         &self,
         f: impl FnOnce(&mut Task<'_>, Nanos, &mut Out<'_>) -> Result<R, GuardError>,
     ) -> Result<R, GuardError> {

@@ -41,6 +41,7 @@
 )]
 
 mod builder;
+mod calls;
 mod cell;
 mod clock;
 mod dispatch;
@@ -62,6 +63,7 @@ mod task;
 mod timers;
 
 pub use builder::GuardBuilder;
+pub use calls::{CallProblem, MAX_CALLS_IN_FLIGHT, MAX_CALL_ID};
 pub use clock::{Clock, LaggingClock, ManualClock, MonotonicClock, Nanos};
 pub use duration::{
     check_duration, duration_from_millis, instant_after, parse_duration, DurationError,

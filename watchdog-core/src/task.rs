@@ -15,6 +15,7 @@ use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::calls::{check as check_call, CallRecord, Calls};
 use crate::cell::{
     CounterSlot, TaskCell, LIVENESS_LOST, LIVENESS_UNARMED, STALLED, STARTUP_PENDING,
 };
@@ -74,14 +75,6 @@ pub(crate) enum Life {
     Finished,
 }
 
-#[derive(Debug)]
-struct CallRecord {
-    id: String,
-    name: String,
-    started: Nanos,
-    finished: Option<(Nanos, CallOutcome)>,
-}
-
 /// Events and actions produced under the scheduler lock, in order.
 pub(crate) struct Out<'a> {
     pub(crate) clock: &'a dyn Clock,
@@ -108,8 +101,8 @@ impl<'a> Out<'a> {
 /// first use so a task that only records signals stays small (R9.3).
 #[derive(Debug, Default)]
 struct Cold {
-    in_flight: Vec<CallRecord>,
-    last_call: Option<CallRecord>,
+    /// The one set of calls in flight and the last call (R5.3, R10.6).
+    calls: Calls,
     step: Option<String>,
     background: Vec<BackgroundTask>,
     unnamed_background: bool,
@@ -218,7 +211,7 @@ impl TaskCtl {
     }
 
     fn in_flight(&self) -> &[CallRecord] {
-        self.cold.as_deref().map_or(&[], |c| &c.in_flight)
+        self.cold.as_deref().map_or(&[], |c| c.calls.in_flight())
     }
 
     fn counters(&self) -> &[Arc<CounterSlot>] {
@@ -653,27 +646,14 @@ impl Task<'_> {
         if self.life == Life::Finished {
             return Err(self.settling_error());
         }
-        if self.in_flight().iter().any(|c| c.id == id) {
-            return Err(GuardError::DuplicateCall {
-                task: self.name.to_string(),
-                call: id.to_owned(),
-            });
+        check_call(id, name).map_err(|problem| GuardError::BadCall {
+            task: self.name.to_string(),
+            problem,
+        })?;
+        match self.cold_mut().calls.start(e, id, name) {
+            Ok(()) => Ok(()),
+            Err(refusal) => Err(refusal.error(&self.name, id)),
         }
-        let call = CallRecord {
-            id: id.to_owned(),
-            name: name.to_owned(),
-            started: e,
-            finished: None,
-        };
-        let cold = self.cold_mut();
-        cold.last_call = Some(CallRecord {
-            id: call.id.clone(),
-            name: call.name.clone(),
-            started: e,
-            finished: None,
-        });
-        cold.in_flight.push(call);
-        Ok(())
     }
 
     pub(crate) fn tool_finished(
@@ -685,22 +665,50 @@ impl Task<'_> {
         if self.life == Life::Finished {
             return Err(self.settling_error());
         }
-        let Some(pos) = self.in_flight().iter().position(|c| c.id == id) else {
-            return Err(GuardError::UnknownCall {
-                task: self.name.to_string(),
-                call: id.to_owned(),
-            });
-        };
         let cold = self.cold_mut();
-        let mut call = cold.in_flight.remove(pos);
-        call.finished = Some((e, outcome));
-        cold.step = Some(format!(
-            "tool \"{}\" finished ({})",
-            call.name,
-            outcome_str(outcome)
-        ));
-        cold.last_call = Some(call);
+        let Some(call) = cold.calls.finish(e, id, outcome) else {
+            return Err(self.not_in_flight(id));
+        };
+        cold.step = Some(finished_step(call, outcome));
         Ok(())
+    }
+
+    /// Finishes every call in flight (R5.3); returns how many.
+    pub(crate) fn finish_calls(
+        &mut self,
+        e: Nanos,
+        outcome: CallOutcome,
+    ) -> Result<usize, GuardError> {
+        if self.life == Life::Finished {
+            return Err(self.settling_error());
+        }
+        let Some(cold) = self.cold.as_deref_mut() else {
+            return Ok(0);
+        };
+        let (n, last) = cold.calls.finish_all(e, outcome);
+        if let Some(call) = last {
+            cold.step = Some(finished_step(call, outcome));
+        }
+        Ok(n)
+    }
+
+    /// The error for a finish of `id`, which is not in flight.
+    pub(crate) fn not_in_flight(&self, id: &str) -> GuardError {
+        if self.life == Life::Finished {
+            return self.settling_error();
+        }
+        GuardError::UnknownCall {
+            task: self.name.to_string(),
+            call: id.to_owned(),
+        }
+    }
+
+    pub(crate) fn is_call_in_flight(&self, id: &str) -> bool {
+        self.cold.as_deref().is_some_and(|c| c.calls.contains(id))
+    }
+
+    pub(crate) fn calls_in_flight(&self) -> usize {
+        self.in_flight().len()
     }
 
     pub(crate) fn pause(&mut self, e: Nanos) -> Result<(), GuardError> {
@@ -886,7 +894,7 @@ impl Task<'_> {
             at: clock.wall_at(t),
             age: now.saturating_since(t),
         };
-        let call = self.cold.as_deref()?.last_call.as_ref();
+        let call = self.cold.as_deref()?.calls.last();
         call.map(|c| LastCall {
             id: c.id.clone(),
             name: c.name.clone(),
@@ -1032,6 +1040,11 @@ impl Task<'_> {
                 .unwrap_or_default(),
         }
     }
+}
+
+/// The step a finished call leaves: `tool "bash" finished (success)`.
+fn finished_step(call: &CallRecord, outcome: CallOutcome) -> String {
+    format!("tool \"{}\" finished ({})", call.name, outcome_str(outcome))
 }
 
 fn outcome_str(o: CallOutcome) -> &'static str {

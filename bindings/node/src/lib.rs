@@ -14,6 +14,10 @@
 
 #![deny(clippy::all)]
 
+mod adapters;
+
+pub use adapters::ArgumentStream;
+
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -25,11 +29,7 @@ use napi_derive::napi;
 use parking_lot::Mutex;
 use serde_json::Value;
 use stallguard_sinks::jsonl::JsonLinesSink;
-use stallguard_sources::args::{
-    anthropic::AnthropicStream as CoreAnthropic, gemini::GeminiStream as CoreGemini,
-    openai::OpenAiStream as CoreOpenAi, responses::ResponsesStream as CoreResponses, Rejection,
-    Step,
-};
+use stallguard_sources::args::StreamFormat;
 use watchdog_core::{
     Action, ActionKind, CallOutcome, Delivery, Event, GuardError, KindSet, ManualClock, Outcome,
     Profile, Recorder, SignalKind, Sink, SinkError, TaskHandle,
@@ -469,103 +469,38 @@ impl NativeTask {
         self.handle.finish(o, None, None).map_err(engine_error)
     }
 
-    /// Returns an adapter for Anthropic Messages stream events (R5.2).
+    /// Returns an adapter for `format`'s stream events: `'anthropic'`,
+    /// `'openai'`, `'responses'` or `'gemini'` (R5.2, R5.9).
     #[napi]
-    pub fn anthropic_stream(&self) -> AnthropicStream {
-        AnthropicStream {
-            inner: CoreAnthropic::new(self.recorder.clone()),
-        }
+    pub fn argument_stream(&self, env: Env, format: String) -> Result<ArgumentStream> {
+        let format: StreamFormat = format
+            .parse()
+            .map_err(|e| type_error(&env, format!("format: {e}")))?;
+        Ok(ArgumentStream::new(format, self.recorder.clone()))
     }
 
-    /// Returns an adapter for OpenAI Chat Completions stream chunks (R5.2).
+    /// Stops every budget, the deadline included, until `resume` (R2.8).
     #[napi]
-    pub fn openai_stream(&self) -> OpenAiStream {
-        OpenAiStream {
-            inner: CoreOpenAi::new(self.recorder.clone()),
-        }
+    pub fn pause(&self) -> Result<()> {
+        self.handle.pause().map_err(engine_error)
     }
 
-    /// Returns an adapter for OpenAI Responses API stream events (R5.9).
+    /// Resumes the budgets, keeping the time already used (R2.8).
     #[napi]
-    pub fn responses_stream(&self) -> ResponsesStream {
-        ResponsesStream {
-            inner: CoreResponses::new(self.recorder.clone()),
-        }
+    pub fn resume(&self) -> Result<()> {
+        self.handle.resume().map_err(engine_error)
     }
 
-    /// Returns an adapter for Gemini `streamGenerateContent` chunks (R5.9).
+    /// Reports the task's own fault: a cancel with `reason` (R2.10).
     #[napi]
-    pub fn gemini_stream(&self) -> GeminiStream {
-        GeminiStream {
-            inner: CoreGemini::new(self.recorder.clone()),
-        }
-    }
-}
-
-fn step(r: std::result::Result<Step, Rejection>) -> Result<&'static str> {
-    match r {
-        Ok(Step::Renewed) => Ok("renewed"),
-        Ok(Step::Tracked) => Ok("tracked"),
-        Ok(Step::Ignored) => Ok("ignored"),
-        Err(reason) => Err(Error::new(Status::InvalidArg, reason.to_string())),
-    }
-}
-
-/// Feeds Anthropic stream events to the engine's argument tracker.
-///
-/// # Examples
-///
-/// ```js
-/// const s = t.anthropicStream();
-/// s.feed(data); // 'renewed' | 'tracked' | 'ignored', or throws the reason
-/// ```
-#[napi]
-pub struct AnthropicStream {
-    inner: CoreAnthropic,
-}
-
-#[napi]
-impl AnthropicStream {
-    /// Feeds one SSE `data:` payload: `'renewed'`, `'tracked'` or
-    /// `'ignored'`; a refused event throws with the reason.
-    #[napi]
-    pub fn feed(&mut self, data: String) -> Result<&'static str> {
-        step(self.inner.feed(&data))
+    pub fn trigger(&self, reason: String) -> Result<()> {
+        self.handle.trigger(&reason).map_err(engine_error)
     }
 
-    /// Ends the turn: the next message starts a new generation.
+    /// Cancels the task now with `reason` (R3.5).
     #[napi]
-    pub fn turn_end(&mut self) {
-        self.inner.turn_end();
-    }
-}
-
-/// Feeds OpenAI Chat Completions chunks to the engine's argument tracker.
-///
-/// # Examples
-///
-/// ```js
-/// const s = t.openaiStream();
-/// s.feed(data);
-/// ```
-#[napi]
-pub struct OpenAiStream {
-    inner: CoreOpenAi,
-}
-
-#[napi]
-impl OpenAiStream {
-    /// Feeds one SSE `data:` payload: `'renewed'`, `'tracked'` or
-    /// `'ignored'`; a refused chunk throws with the reason.
-    #[napi]
-    pub fn feed(&mut self, data: String) -> Result<&'static str> {
-        step(self.inner.feed(&data))
-    }
-
-    /// Ends the turn: the next chunk starts a new generation.
-    #[napi]
-    pub fn turn_end(&mut self) {
-        self.inner.turn_end();
+    pub fn cancel(&self, reason: String) -> Result<()> {
+        self.handle.cancel(&reason).map_err(engine_error)
     }
 }
 
@@ -632,64 +567,6 @@ pub fn progress(rec: &External<Recorder>, value: f64) -> bool {
 #[napi]
 pub fn noop_with(rec: &External<Recorder>) {
     let _ = rec;
-}
-
-/// Feeds OpenAI Responses API stream events to the engine's argument tracker.
-///
-/// # Examples
-///
-/// ```js
-/// const s = t.responsesStream();
-/// s.feed(data);
-/// ```
-#[napi]
-pub struct ResponsesStream {
-    inner: CoreResponses,
-}
-
-#[napi]
-impl ResponsesStream {
-    /// Feeds one SSE `data:` payload: `'renewed'`, `'tracked'` or
-    /// `'ignored'`; a refused event throws with the reason.
-    #[napi]
-    pub fn feed(&mut self, data: String) -> Result<&'static str> {
-        step(self.inner.feed(&data))
-    }
-
-    /// Ends the turn: the next response starts a new generation.
-    #[napi]
-    pub fn turn_end(&mut self) {
-        self.inner.turn_end();
-    }
-}
-
-/// Feeds Gemini stream chunks to the engine's argument tracker.
-///
-/// # Examples
-///
-/// ```js
-/// const s = t.geminiStream();
-/// s.feed(data);
-/// ```
-#[napi]
-pub struct GeminiStream {
-    inner: CoreGemini,
-}
-
-#[napi]
-impl GeminiStream {
-    /// Feeds one SSE `data:` payload: `'renewed'`, `'tracked'` or
-    /// `'ignored'`; a refused event throws with the reason.
-    #[napi]
-    pub fn feed(&mut self, data: String) -> Result<&'static str> {
-        step(self.inner.feed(&data))
-    }
-
-    /// Ends the turn: the next response starts a new generation.
-    #[napi]
-    pub fn turn_end(&mut self) {
-        self.inner.turn_end();
-    }
 }
 
 /// Does nothing: the baseline a bench compares `argumentDelta()` against.

@@ -24,9 +24,7 @@ use pyo3::exceptions::{PyRuntimeError, PyTimeoutError, PyTypeError, PyValueError
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyList, PyString};
 use stallguard_sinks::process::ProcessSink;
-use stallguard_sources::args::{
-    anthropic::AnthropicStream, openai::OpenAiStream, responses::ResponsesStream,
-};
+use stallguard_sources::args::StreamFormat;
 use stallguard_sources::procs::ProcessSampler;
 use watchdog_core::{
     Action, ActionKind, CallOutcome, Delivery, Event, GuardError, KindSet, ManualClock, Outcome,
@@ -34,7 +32,7 @@ use watchdog_core::{
 };
 
 mod adapters;
-use adapters::{AnthropicAdapter, OpenAiAdapter, ResponsesAdapter};
+use adapters::ArgumentStream;
 
 /// What a cancel has to reach for one task: its flag and the futures that
 /// `await task.cancelled()` handed out.
@@ -439,19 +437,31 @@ impl Task {
         self.handle.cancel(reason).map_err(guard_error)
     }
 
+    /// An adapter for `format`'s stream events: "anthropic", "openai",
+    /// "responses" or "gemini" (R5.2, R5.9).
+    fn argument_stream(&self, format: &str) -> PyResult<ArgumentStream> {
+        let format = ArgumentStream::format(format)?;
+        Ok(ArgumentStream::new(format, self.handle.recorder()))
+    }
+
     /// An adapter for Anthropic Messages stream events (R5.2).
-    fn anthropic_stream(&self) -> AnthropicAdapter {
-        AnthropicAdapter(Mutex::new(AnthropicStream::new(self.handle.recorder())))
+    fn anthropic_stream(&self) -> ArgumentStream {
+        ArgumentStream::new(StreamFormat::Anthropic, self.handle.recorder())
     }
 
     /// An adapter for OpenAI chat-completions chunks (R5.2, R5.9).
-    fn openai_stream(&self) -> OpenAiAdapter {
-        OpenAiAdapter(Mutex::new(OpenAiStream::new(self.handle.recorder())))
+    fn openai_stream(&self) -> ArgumentStream {
+        ArgumentStream::new(StreamFormat::OpenAi, self.handle.recorder())
     }
 
     /// An adapter for OpenAI Responses API stream events (R5.9).
-    fn responses_stream(&self) -> ResponsesAdapter {
-        ResponsesAdapter(Mutex::new(ResponsesStream::new(self.handle.recorder())))
+    fn responses_stream(&self) -> ArgumentStream {
+        ArgumentStream::new(StreamFormat::Responses, self.handle.recorder())
+    }
+
+    /// An adapter for Gemini `streamGenerateContent` chunks (R5.9).
+    fn gemini_stream(&self) -> ArgumentStream {
+        ArgumentStream::new(StreamFormat::Gemini, self.handle.recorder())
     }
 
     /// True once the guard cancelled the task (a stall, a deadline, a
@@ -608,9 +618,7 @@ fn to_py<T: serde::Serialize>(py: Python<'_>, shared: &Shared, v: &T) -> PyResul
 fn stallguard_py(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Guard>()?;
     m.add_class::<Task>()?;
-    m.add_class::<AnthropicAdapter>()?;
-    m.add_class::<OpenAiAdapter>()?;
-    m.add_class::<ResponsesAdapter>()?;
+    m.add_class::<ArgumentStream>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -27,24 +27,24 @@ mod tasks;
 
 pub use names::{call_name, MAX_SHOWN_COMMAND};
 
-use std::collections::HashSet;
 use std::fmt;
 use std::str::FromStr;
 
 use serde_json::Value;
-use watchdog_core::{BackgroundKind, CallOutcome, Recorder};
+use watchdog_core::{BackgroundKind, CallOutcome, GuardError, Recorder};
 
 use crate::args::anthropic::AnthropicStream;
+use crate::args::StreamAdapter;
 use crate::background::{EndStatus, Provenance};
-use crate::tools::MAX_CALL_ID;
 
 /// The longest line parsed as an event, in bytes (4 MiB); longer lines are
 /// plain output.
 pub const MAX_EVENT_LINE: usize = 4 << 20;
 
 /// The most tool calls tracked in flight at once; starts beyond it are
-/// counted and ignored, so a runaway stream cannot grow memory.
-pub const MAX_IN_FLIGHT: usize = 1024;
+/// refused by the core and counted, so a runaway stream cannot grow memory:
+/// the core's [`watchdog_core::MAX_CALLS_IN_FLIGHT`].
+pub const MAX_IN_FLIGHT: usize = watchdog_core::MAX_CALLS_IN_FLIGHT;
 
 /// Which agent CLI wrote the stream.
 ///
@@ -286,7 +286,6 @@ pub struct AgentStream {
     format: Format,
     recorder: Recorder,
     partial: AnthropicStream,
-    in_flight: HashSet<String>,
     tasks: tasks::Tasks,
     line: Vec<u8>,
     /// The current line passed [`MAX_EVENT_LINE`]: skip to its end.
@@ -301,7 +300,6 @@ impl fmt::Debug for AgentStream {
         f.debug_struct("AgentStream")
             .field("format", &self.format)
             .field("task", &self.recorder.id())
-            .field("in_flight", &self.in_flight.len())
             .field("counts", &self.counts)
             .finish()
     }
@@ -315,7 +313,6 @@ impl AgentStream {
             partial: AnthropicStream::new(recorder.clone()),
             tasks: tasks::Tasks::new(recorder.clone()),
             recorder,
-            in_flight: HashSet::new(),
             line: Vec::new(),
             oversized: false,
             counts: StreamCounts::default(),
@@ -385,9 +382,10 @@ impl AgentStream {
         self.counts
     }
 
-    /// Returns how many of the agent's tool calls are in flight.
+    /// Returns how many of the task's tool calls are in flight: the core's
+    /// one set (R10.6), which this stream keeps no copy of.
     pub fn in_flight(&self) -> usize {
-        self.in_flight.len()
+        self.recorder.calls_in_flight()
     }
 
     /// Returns the background tasks the agent runs (R5.6), as pushed to
@@ -460,7 +458,7 @@ impl AgentStream {
                 } else {
                     CallOutcome::Error
                 };
-                if self.in_flight.contains(id) {
+                if self.recorder.is_call_in_flight(id) {
                     self.finished(id, outcome);
                 } else {
                     self.whole(id, &call_name(name, detail), outcome);
@@ -474,7 +472,7 @@ impl AgentStream {
                 backgrounded,
                 from,
             } => {
-                let in_flight = launch.is_some_and(|l| self.in_flight.contains(l));
+                let in_flight = launch.is_some_and(|l| self.recorder.is_call_in_flight(l));
                 self.tasks.started(
                     tasks::Started {
                         task,
@@ -516,34 +514,24 @@ impl AgentStream {
         }
     }
 
+    /// Starts a call on the core's one set of calls in flight, which
+    /// checks the id and name and the cap (R10.6).
     fn started(&mut self, id: &str, name: &str) {
-        let bad = |s: &str| s.is_empty() || s.len() > MAX_CALL_ID;
-        if bad(id)
-            || bad(name)
-            || self.in_flight.contains(id)
-            || self.in_flight.len() >= MAX_IN_FLIGHT
-        {
-            self.counts.refused += 1;
-            return;
-        }
         match self.recorder.tool_started(id, name) {
-            Ok(()) => {
-                self.in_flight.insert(id.to_owned());
-                self.counts.tools_started += 1;
-            }
+            Ok(()) => self.counts.tools_started += 1,
             Err(_) => self.counts.refused += 1,
         }
     }
 
     fn finished(&mut self, id: &str, outcome: CallOutcome) {
-        if !self.in_flight.remove(id) {
-            // A result for a call this stream never saw start (a Codex item
-            // that completes without starting, a resumed session).
-            self.counts.refused += 1;
-            return;
-        }
         match self.recorder.tool_finished(id, outcome) {
             Ok(()) => self.counts.tools_finished += 1,
+            // A result for a call that never started (a Codex item that
+            // completes without starting, a resumed session).
+            Err(GuardError::UnknownCall { .. }) => {
+                self.counts.refused += 1;
+                return;
+            }
             Err(_) => self.counts.refused += 1,
         }
         // A task that outlives the call that launched it runs in the
@@ -554,11 +542,6 @@ impl AgentStream {
     /// Records a call reported only as completed: started and finished at
     /// once, so the last call shows it and the in-flight set is untouched.
     fn whole(&mut self, id: &str, name: &str, outcome: CallOutcome) {
-        let bad = |s: &str| s.is_empty() || s.len() > MAX_CALL_ID;
-        if bad(id) || bad(name) {
-            self.counts.refused += 1;
-            return;
-        }
         let ran = self
             .recorder
             .tool_started(id, name)
@@ -572,14 +555,8 @@ impl AgentStream {
     /// Finishes every call still in flight as cancelled: the turn or the
     /// stream ended without their results.
     fn abandon_calls(&mut self) {
-        for id in std::mem::take(&mut self.in_flight) {
-            if self
-                .recorder
-                .tool_finished(&id, CallOutcome::Cancelled)
-                .is_ok()
-            {
-                self.counts.tools_finished += 1;
-            }
+        if let Ok(n) = self.recorder.finish_calls(CallOutcome::Cancelled) {
+            self.counts.tools_finished += n as u64;
         }
     }
 }

@@ -25,14 +25,14 @@
 use serde_json::Value;
 use watchdog_core::Recorder;
 
-use super::{json_index, json_str, ArgumentTracker, Parse, Rejection, Step};
+use super::{json_index, json_str, ArgumentTracker, Parse, Rejection, Step, StreamAdapter};
 
 /// Feeds Anthropic Messages stream events to an [`ArgumentTracker`].
 ///
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::args::{anthropic::AnthropicStream, Step};
+/// use stallguard_sources::args::{anthropic::AnthropicStream, Step, StreamAdapter};
 /// use watchdog_core::{Guard, ManualClock, Profile};
 ///
 /// let guard = Guard::builder().clock(ManualClock::new()).build();
@@ -55,6 +55,14 @@ pub struct AnthropicStream {
     seq: i64,
 }
 
+impl StreamAdapter for AnthropicStream {
+    fn turn_end(&mut self) {
+        self.tracker.message_end();
+    }
+
+    adapter_common!(dispatch);
+}
+
 impl AnthropicStream {
     /// Creates an adapter renewing `recorder`'s task.
     pub fn new(recorder: Recorder) -> Self {
@@ -62,38 +70,6 @@ impl AnthropicStream {
             tracker: ArgumentTracker::new(recorder),
             seq: 0,
         }
-    }
-
-    /// Feeds one SSE `data:` payload (the JSON text, without `data: `).
-    pub fn feed(&mut self, data: &str) -> Result<Step, Rejection> {
-        self.feed_bytes(data.as_bytes())
-    }
-
-    /// Feeds one payload as raw bytes; invalid UTF-8 is [`Rejection::InvalidJson`].
-    pub fn feed_bytes(&mut self, data: &[u8]) -> Result<Step, Rejection> {
-        match serde_json::from_slice::<Value>(data) {
-            Ok(v) => self.feed_value(&v),
-            Err(_) => Err(self.tracker.reject(Rejection::InvalidJson)),
-        }
-    }
-
-    /// Feeds one already-parsed event.
-    pub fn feed_value(&mut self, event: &Value) -> Result<Step, Rejection> {
-        match self.dispatch(event) {
-            Err(Parse(r)) => Err(self.tracker.reject(r)),
-            Ok(r) => r,
-        }
-    }
-
-    /// Ends the current message, as when the runner drops a stream midway;
-    /// the next `message_start` is accepted again.
-    pub fn turn_end(&mut self) {
-        self.tracker.message_end();
-    }
-
-    /// Returns the tracker, for its counters.
-    pub fn tracker(&self) -> &ArgumentTracker {
-        &self.tracker
     }
 
     /// Parses `event` and applies it. Shape errors come back as `Err(Parse)`

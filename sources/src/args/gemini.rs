@@ -33,14 +33,16 @@ use std::hash::{BuildHasher, RandomState};
 use serde_json::Value;
 use watchdog_core::Recorder;
 
-use super::{json_index, json_str, Acc, ArgumentTracker, Freshness, Parse, Rejection, Step};
+use super::{
+    json_index, json_str, Acc, ArgumentTracker, Freshness, Parse, Rejection, Step, StreamAdapter,
+};
 
 /// Feeds Gemini `streamGenerateContent` chunks to an [`ArgumentTracker`].
 ///
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::args::{gemini::GeminiStream, Step};
+/// use stallguard_sources::args::{gemini::GeminiStream, Step, StreamAdapter};
 /// use watchdog_core::{Guard, ManualClock, Profile};
 ///
 /// let guard = Guard::builder().clock(ManualClock::new()).build();
@@ -68,6 +70,18 @@ pub struct GeminiStream {
     streaming: Option<u64>,
 }
 
+impl StreamAdapter for GeminiStream {
+    /// Ends the current response, as when the runner drops a stream midway.
+    fn turn_end(&mut self) {
+        self.tracker.message_end();
+        self.current = None;
+        self.next_block = 0;
+        self.streaming = None;
+    }
+
+    adapter_common!(apply);
+}
+
 impl GeminiStream {
     /// Creates an adapter renewing `recorder`'s task, in the default
     /// [`Freshness::Ordered`] mode (a streamed response is ordered).
@@ -85,44 +99,6 @@ impl GeminiStream {
             next_block: 0,
             streaming: None,
         }
-    }
-
-    /// Feeds one chunk's JSON (an SSE `data:` payload, or one element of the
-    /// JSON array the non-SSE endpoint streams).
-    pub fn feed(&mut self, data: &str) -> Result<Step, Rejection> {
-        self.feed_bytes(data.as_bytes())
-    }
-
-    /// Feeds one chunk as raw bytes; invalid UTF-8 is [`Rejection::InvalidJson`].
-    pub fn feed_bytes(&mut self, data: &[u8]) -> Result<Step, Rejection> {
-        match serde_json::from_slice::<Value>(data) {
-            Ok(v) => self.feed_value(&v),
-            Err(_) => Err(self.tracker.reject(Rejection::InvalidJson)),
-        }
-    }
-
-    /// Feeds one already-parsed chunk: [`Step::Renewed`] if any part
-    /// renewed, else the first rejection, else [`Step::Tracked`] or
-    /// [`Step::Ignored`]. Every rejection in the chunk is counted.
-    pub fn feed_value(&mut self, chunk: &Value) -> Result<Step, Rejection> {
-        let mut acc = Acc::default();
-        if let Err(Parse(r)) = self.apply(chunk, &mut acc) {
-            acc.push(Err(self.tracker.reject(r)));
-        }
-        acc.result()
-    }
-
-    /// Ends the current response, as when the runner drops a stream midway.
-    pub fn turn_end(&mut self) {
-        self.tracker.message_end();
-        self.current = None;
-        self.next_block = 0;
-        self.streaming = None;
-    }
-
-    /// Returns the tracker, for its counters.
-    pub fn tracker(&self) -> &ArgumentTracker {
-        &self.tracker
     }
 
     fn apply(&mut self, chunk: &Value, acc: &mut Acc) -> Result<(), Parse> {

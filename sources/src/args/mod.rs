@@ -23,6 +23,8 @@
 //! repeated fragment at a new position does; past [`MAX_FINGERPRINTS`] the
 //! oldest fingerprints are forgotten, never refused.
 
+#[macro_use]
+mod adapter;
 pub mod anthropic;
 pub mod gemini;
 pub mod openai;
@@ -33,6 +35,9 @@ use std::fmt;
 use std::hash::{BuildHasher, RandomState};
 
 use watchdog_core::Recorder;
+
+use adapter::{feed_json, settle, Acc};
+pub use adapter::{StreamAdapter, StreamFormat, UnknownStreamFormat};
 
 /// Block indices are accepted in `0..MAX_BLOCKS` (R5.2).
 pub const MAX_BLOCKS: u64 = 4096;
@@ -687,36 +692,5 @@ impl Parse {
 impl From<Rejection> for Parse {
     fn from(r: Rejection) -> Self {
         Parse(r)
-    }
-}
-
-/// Folds the results of one chunk's parts into one answer, for the
-/// adapters whose chunks carry several (OpenAI chat, Gemini).
-#[derive(Default)]
-struct Acc {
-    renewed: bool,
-    tracked: bool,
-    first_rejection: Option<Rejection>,
-}
-
-impl Acc {
-    fn push(&mut self, r: Result<Step, Rejection>) {
-        match r {
-            Ok(Step::Renewed) => self.renewed = true,
-            Ok(Step::Tracked) => self.tracked = true,
-            Ok(Step::Ignored) => {}
-            Err(e) => {
-                self.first_rejection.get_or_insert(e);
-            }
-        }
-    }
-
-    fn result(&self) -> Result<Step, Rejection> {
-        match (self.renewed, self.first_rejection, self.tracked) {
-            (true, _, _) => Ok(Step::Renewed),
-            (false, Some(e), _) => Err(e),
-            (false, None, true) => Ok(Step::Tracked),
-            (false, None, false) => Ok(Step::Ignored),
-        }
     }
 }

@@ -36,7 +36,9 @@ use std::hash::{BuildHasher, RandomState};
 use serde_json::Value;
 use watchdog_core::Recorder;
 
-use super::{json_index, json_str, Acc, ArgumentTracker, Parse, Rejection, Step};
+use super::{
+    feed_json, json_index, json_str, Acc, ArgumentTracker, Parse, Rejection, Step, StreamAdapter,
+};
 
 /// Responses sharing one `created` second that can still be told apart.
 const PER_SECOND: i64 = 1 << 16;
@@ -46,7 +48,7 @@ const PER_SECOND: i64 = 1 << 16;
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::args::{openai::OpenAiStream, Step};
+/// use stallguard_sources::args::{openai::OpenAiStream, Step, StreamAdapter};
 /// use watchdog_core::{Guard, ManualClock, Profile};
 ///
 /// let guard = Guard::builder().clock(ManualClock::new()).build();
@@ -74,6 +76,23 @@ pub struct OpenAiStream {
     last_block: Option<(u64, u64)>,
 }
 
+impl StreamAdapter for OpenAiStream {
+    /// Feeds one SSE `data:` payload as raw bytes: a chunk's JSON, or
+    /// `[DONE]`, which ends the message.
+    fn feed_bytes(&mut self, data: &[u8]) -> Result<Step, Rejection> {
+        if data.trim_ascii() == b"[DONE]" {
+            return Ok(self.end());
+        }
+        feed_json(self, data)
+    }
+
+    fn turn_end(&mut self) {
+        self.tracker.message_end();
+    }
+
+    adapter_common!(apply);
+}
+
 impl OpenAiStream {
     /// Creates an adapter renewing `recorder`'s task.
     pub fn new(recorder: Recorder) -> Self {
@@ -85,46 +104,6 @@ impl OpenAiStream {
             next_block: 0,
             last_block: None,
         }
-    }
-
-    /// Feeds one SSE `data:` payload (a chunk's JSON, or `[DONE]`).
-    pub fn feed(&mut self, data: &str) -> Result<Step, Rejection> {
-        self.feed_bytes(data.as_bytes())
-    }
-
-    /// Feeds one payload as raw bytes; invalid UTF-8 is [`Rejection::InvalidJson`].
-    pub fn feed_bytes(&mut self, data: &[u8]) -> Result<Step, Rejection> {
-        if data.trim_ascii() == b"[DONE]" {
-            return Ok(self.end());
-        }
-        match serde_json::from_slice::<Value>(data) {
-            Ok(v) => self.feed_value(&v),
-            Err(_) => Err(self.tracker.reject(Rejection::InvalidJson)),
-        }
-    }
-
-    /// Feeds one already-parsed chunk.
-    ///
-    /// A chunk can hold several tool-call entries: the result is
-    /// [`Step::Renewed`] if any delta renewed, else the first rejection,
-    /// else [`Step::Tracked`] or [`Step::Ignored`]. Every rejection in the
-    /// chunk is counted.
-    pub fn feed_value(&mut self, chunk: &Value) -> Result<Step, Rejection> {
-        let mut acc = Acc::default();
-        if let Err(Parse(r)) = self.apply(chunk, &mut acc) {
-            acc.push(Err(self.tracker.reject(r)));
-        }
-        acc.result()
-    }
-
-    /// Ends the current message, as when the runner drops a stream midway.
-    pub fn turn_end(&mut self) {
-        self.tracker.message_end();
-    }
-
-    /// Returns the tracker, for its counters.
-    pub fn tracker(&self) -> &ArgumentTracker {
-        &self.tracker
     }
 
     fn end(&mut self) -> Step {

@@ -29,14 +29,16 @@ use std::hash::{BuildHasher, RandomState};
 use serde_json::Value;
 use watchdog_core::Recorder;
 
-use super::{json_index, json_str, ArgumentTracker, Freshness, Parse, Rejection, Step};
+use super::{
+    json_index, json_str, ArgumentTracker, Freshness, Parse, Rejection, Step, StreamAdapter,
+};
 
 /// Feeds OpenAI Responses API stream events to an [`ArgumentTracker`].
 ///
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::args::{responses::ResponsesStream, Step};
+/// use stallguard_sources::args::{responses::ResponsesStream, Step, StreamAdapter};
 /// use watchdog_core::{Guard, ManualClock, Profile};
 ///
 /// let guard = Guard::builder().clock(ManualClock::new()).build();
@@ -62,6 +64,16 @@ pub struct ResponsesStream {
     seq: i64,
 }
 
+impl StreamAdapter for ResponsesStream {
+    /// Ends the current response, as when the runner drops a stream midway.
+    fn turn_end(&mut self) {
+        self.tracker.message_end();
+        self.current = None;
+    }
+
+    adapter_common!(dispatch);
+}
+
 impl ResponsesStream {
     /// Creates an adapter renewing `recorder`'s task, in the default
     /// [`Freshness::Ordered`] mode (an SSE stream is ordered).
@@ -77,38 +89,6 @@ impl ResponsesStream {
             current: None,
             seq: 0,
         }
-    }
-
-    /// Feeds one SSE `data:` payload (the event's JSON).
-    pub fn feed(&mut self, data: &str) -> Result<Step, Rejection> {
-        self.feed_bytes(data.as_bytes())
-    }
-
-    /// Feeds one payload as raw bytes; invalid UTF-8 is [`Rejection::InvalidJson`].
-    pub fn feed_bytes(&mut self, data: &[u8]) -> Result<Step, Rejection> {
-        match serde_json::from_slice::<Value>(data) {
-            Ok(v) => self.feed_value(&v),
-            Err(_) => Err(self.tracker.reject(Rejection::InvalidJson)),
-        }
-    }
-
-    /// Feeds one already-parsed event.
-    pub fn feed_value(&mut self, event: &Value) -> Result<Step, Rejection> {
-        match self.dispatch(event) {
-            Err(Parse(r)) => Err(self.tracker.reject(r)),
-            Ok(r) => r,
-        }
-    }
-
-    /// Ends the current response, as when the runner drops a stream midway.
-    pub fn turn_end(&mut self) {
-        self.tracker.message_end();
-        self.current = None;
-    }
-
-    /// Returns the tracker, for its counters.
-    pub fn tracker(&self) -> &ArgumentTracker {
-        &self.tracker
     }
 
     fn end(&mut self) -> Step {

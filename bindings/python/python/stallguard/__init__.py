@@ -6,16 +6,20 @@ explicitly, it needs `temporalio`) guards Temporal activities (R6.9).
 """
 
 from ._native import (  # noqa: F401
-    AnthropicStream,
+    ArgumentStream,
     Guard,
-    OpenAiStream,
-    ResponsesStream,
     Task,
     __version__,
 )
 
+# One class serves every wire format (the engine's StreamAdapter trait); the
+# per-format names stay as aliases of it for code that imported them.
+AnthropicStream = OpenAiStream = ResponsesStream = GeminiStream = ArgumentStream
+
 __all__ = [
     "AnthropicStream",
+    "ArgumentStream",
+    "GeminiStream",
     "Guard",
     "OpenAiStream",
     "ResponsesStream",

@@ -89,7 +89,12 @@ class Task:
     def progress(self, value: float) -> bool:
         """A progress value; renews only when it rises (R2.6)."""
     def tool_started(self, call_id: str, name: str) -> None:
-        """A tool call started: the execution budget applies (R2.2, R5.3)."""
+        """A tool call started: the execution budget applies (R2.2, R5.3).
+
+        The engine's one set of calls in flight checks it (R10.6): an empty
+        id or name, one longer than 256 bytes, an id already in flight, or a
+        start past 1024 calls in flight raises ValueError, with the same
+        message as from Rust and Node."""
     def tool_finished(self, call_id: str, outcome: Literal["success", "failure", "error", "cancelled"]) -> None:
         """A tool call finished; an unknown id raises ValueError."""
     def attach_process(self, pid: int, sample_every: Optional[Duration] = None) -> None:
@@ -109,9 +114,17 @@ class Task:
         """Reports the task's own fault: a cancel with `reason` (R2.10)."""
     def cancel(self, reason: str) -> None:
         """Cancels the task now (R3.5)."""
-    def anthropic_stream(self) -> AnthropicStream: ...
-    def openai_stream(self) -> OpenAiStream: ...
-    def responses_stream(self) -> ResponsesStream: ...
+    def argument_stream(self, format: StreamFormat) -> ArgumentStream:
+        """An adapter for `format`'s streamed tool-call events (R5.2, R5.9);
+        an unknown format raises ValueError naming the four."""
+    def anthropic_stream(self) -> ArgumentStream:
+        """`argument_stream("anthropic")`: Anthropic Messages events."""
+    def openai_stream(self) -> ArgumentStream:
+        """`argument_stream("openai")`: chat-completions chunks, with or without `index`."""
+    def responses_stream(self) -> ArgumentStream:
+        """`argument_stream("responses")`: OpenAI Responses API events."""
+    def gemini_stream(self) -> ArgumentStream:
+        """`argument_stream("gemini")`: Gemini `streamGenerateContent` chunks."""
     @property
     def is_cancelled(self) -> bool:
         """True once the guard (or the runner) cancelled the task."""
@@ -125,20 +138,24 @@ class Task:
     def __exit__(self, exc_type: object, exc: object, tb: object) -> bool:
         """Finishes completed, or failed when an exception leaves the block."""
 
-class _Stream:
+StreamFormat = Literal["anthropic", "openai", "responses", "gemini"]
+
+class ArgumentStream:
+    """One provider's streamed tool-call events, fed to the task (R5.2, R5.9).
+    One class for every format: the engine's `StreamAdapter` trait."""
+
     def feed(self, data: Union[str, bytes, Mapping[str, Any]]) -> Step:
         """Feeds one stream event; raises ValueError with the reason of a refusal."""
     def turn_end(self) -> None: ...
+    @property
+    def format(self) -> StreamFormat: ...
     @property
     def accepted(self) -> int: ...
     @property
     def rejections(self) -> dict[str, int]: ...
 
-class AnthropicStream(_Stream):
-    """Anthropic Messages stream events (R5.2)."""
-
-class OpenAiStream(_Stream):
-    """OpenAI chat-completions chunks, with or without `index` (R5.2, R5.9)."""
-
-class ResponsesStream(_Stream):
-    """OpenAI Responses API stream events (R5.9)."""
+# The per-format names of earlier releases: the same class.
+AnthropicStream = ArgumentStream
+OpenAiStream = ArgumentStream
+ResponsesStream = ArgumentStream
+GeminiStream = ArgumentStream

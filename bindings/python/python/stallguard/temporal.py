@@ -312,6 +312,10 @@ class GuardedTurn:
         """An OpenAI Responses API adapter (R5.9), as above."""
         return _Stream(self, self.task.responses_stream())
 
+    def gemini_stream(self) -> "_Stream":
+        """A Gemini ``streamGenerateContent`` adapter (R5.9), as above."""
+        return _Stream(self, self.task.gemini_stream())
+
     async def run_tool(
         self,
         argv: Sequence[str],

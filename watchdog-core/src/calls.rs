@@ -1,0 +1,322 @@
+//! The one set of tool calls in flight (R5.3, R10.6).
+//!
+//! Every door that reports tool calls lands here: [`Recorder`] itself, the
+//! sources' tool-call feed and agent-stream reader, the Node and Python
+//! bindings. So the limits on ids and names, the duplicate and unknown
+//! checks and the cap on calls in flight are one rule whichever feeds them,
+//! and a call started through one door finishes through any other.
+//!
+//! The set lives in the task's slow state, under the scheduler lock; the
+//! [`Recorder`] methods below are its only entrances. The stateless part of
+//! the check (an id or name that is empty or too long) runs before the
+//! signal is recorded, so garbage never renews a budget.
+
+use crate::clock::Nanos;
+use crate::error::GuardError;
+use crate::guard::Recorder;
+use crate::status::CallOutcome;
+
+/// The longest tool-call id or tool name accepted, in bytes (R10.6).
+///
+/// # Examples
+///
+/// ```
+/// use watchdog_core::{Guard, ManualClock, Profile, MAX_CALL_ID};
+///
+/// let guard = Guard::builder().clock(ManualClock::new()).build();
+/// let task = guard.start("turn", Profile::default()).unwrap();
+/// assert!(task.tool_started(&"c".repeat(MAX_CALL_ID), "bash").is_ok());
+/// assert!(task.tool_started(&"c".repeat(MAX_CALL_ID + 1), "bash").is_err());
+/// ```
+pub const MAX_CALL_ID: usize = 256;
+
+/// The most tool calls one task keeps in flight; a start beyond it is
+/// refused, so a runaway stream cannot grow memory (R10.6).
+///
+/// # Examples
+///
+/// ```
+/// use watchdog_core::{CallProblem, Guard, GuardError, ManualClock, Profile, MAX_CALLS_IN_FLIGHT};
+///
+/// let guard = Guard::builder().clock(ManualClock::new()).build();
+/// let task = guard.start("turn", Profile::default()).unwrap();
+/// for i in 0..MAX_CALLS_IN_FLIGHT {
+///     task.tool_started(&format!("c{i}"), "bash").unwrap();
+/// }
+/// let full = task.tool_started("one-more", "bash").unwrap_err();
+/// assert!(matches!(full, GuardError::BadCall { problem: CallProblem::TooMany, .. }));
+/// ```
+pub const MAX_CALLS_IN_FLIGHT: usize = 1024;
+
+/// What is wrong with a tool call a runner reported (R5.3, R10.6).
+///
+/// # Examples
+///
+/// ```
+/// use watchdog_core::CallProblem;
+/// assert_eq!(CallProblem::TooLong(300).to_string(), "tool call id or name is 300 bytes, more than 256");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallProblem {
+    /// The call id was empty.
+    #[error("tool call id is empty")]
+    EmptyId,
+    /// The tool name was empty.
+    #[error("tool name is empty")]
+    EmptyName,
+    /// An id or name longer than [`MAX_CALL_ID`] bytes; the length given.
+    #[error("tool call id or name is {0} bytes, more than 256")]
+    TooLong(usize),
+    /// [`MAX_CALLS_IN_FLIGHT`] calls are already in flight.
+    #[error("1024 tool calls are already in flight, the most one task tracks")]
+    TooMany,
+}
+
+/// Checks a call's id and name against the limits, id first.
+pub(crate) fn check(id: &str, name: &str) -> Result<(), CallProblem> {
+    for (s, empty) in [(id, CallProblem::EmptyId), (name, CallProblem::EmptyName)] {
+        if s.is_empty() {
+            return Err(empty);
+        }
+        if s.len() > MAX_CALL_ID {
+            return Err(CallProblem::TooLong(s.len()));
+        }
+    }
+    Ok(())
+}
+
+/// Cuts an untrusted id for errors and logs to [`MAX_CALL_ID`] bytes, on a
+/// character boundary.
+pub(crate) fn shown(id: &str) -> &str {
+    let mut end = id.len().min(MAX_CALL_ID);
+    while !id.is_char_boundary(end) {
+        end -= 1;
+    }
+    &id[..end]
+}
+
+/// One tool call, in flight or the last one seen.
+#[derive(Debug)]
+pub(crate) struct CallRecord {
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) started: Nanos,
+    pub(crate) finished: Option<(Nanos, CallOutcome)>,
+}
+
+/// Why [`Calls::start`] refused a call whose id and name are well formed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StartRefusal {
+    /// The id is already in flight.
+    Duplicate,
+    /// [`MAX_CALLS_IN_FLIGHT`] are in flight.
+    Full,
+}
+
+/// A task's calls in flight, in start order, and the last call seen (R4.1).
+#[derive(Debug, Default)]
+pub(crate) struct Calls {
+    in_flight: Vec<CallRecord>,
+    last: Option<CallRecord>,
+}
+
+impl Calls {
+    /// Starts call `id` of tool `name` at `e`; the caller checked both.
+    pub(crate) fn start(&mut self, e: Nanos, id: &str, name: &str) -> Result<(), StartRefusal> {
+        if self.contains(id) {
+            return Err(StartRefusal::Duplicate);
+        }
+        if self.in_flight.len() >= MAX_CALLS_IN_FLIGHT {
+            return Err(StartRefusal::Full);
+        }
+        let record = || CallRecord {
+            id: id.to_owned(),
+            name: name.to_owned(),
+            started: e,
+            finished: None,
+        };
+        self.last = Some(record());
+        self.in_flight.push(record());
+        Ok(())
+    }
+
+    /// Finishes call `id` at `e`; returns the finished call, now the last
+    /// one, or `None` when `id` is not in flight.
+    pub(crate) fn finish(
+        &mut self,
+        e: Nanos,
+        id: &str,
+        outcome: CallOutcome,
+    ) -> Option<&CallRecord> {
+        let pos = self.in_flight.iter().position(|c| c.id == id)?;
+        let mut call = self.in_flight.remove(pos);
+        call.finished = Some((e, outcome));
+        Some(self.last.insert(call))
+    }
+
+    /// Finishes every call in flight at `e`, in start order; returns how
+    /// many and the last of them.
+    pub(crate) fn finish_all(
+        &mut self,
+        e: Nanos,
+        outcome: CallOutcome,
+    ) -> (usize, Option<&CallRecord>) {
+        let n = self.in_flight.len();
+        let last = self.in_flight.pop();
+        self.in_flight.clear();
+        match last {
+            Some(mut call) => {
+                call.finished = Some((e, outcome));
+                (n, Some(self.last.insert(call)))
+            }
+            None => (0, None),
+        }
+    }
+
+    pub(crate) fn contains(&self, id: &str) -> bool {
+        self.in_flight.iter().any(|c| c.id == id)
+    }
+
+    pub(crate) fn in_flight(&self) -> &[CallRecord] {
+        &self.in_flight
+    }
+
+    pub(crate) fn last(&self) -> Option<&CallRecord> {
+        self.last.as_ref()
+    }
+}
+
+impl StartRefusal {
+    pub(crate) fn error(self, task: &str, id: &str) -> GuardError {
+        match self {
+            StartRefusal::Duplicate => GuardError::DuplicateCall {
+                task: task.to_owned(),
+                call: id.to_owned(),
+            },
+            StartRefusal::Full => GuardError::BadCall {
+                task: task.to_owned(),
+                problem: CallProblem::TooMany,
+            },
+        }
+    }
+}
+
+impl Recorder {
+    /// Records the start of tool call `id` running tool `name` (R5.3): a
+    /// `tool-call` signal, and the execution budget while any is in flight.
+    ///
+    /// An empty or over-long ([`MAX_CALL_ID`]) id or name is refused before
+    /// anything is recorded; an id already in flight, or a start past
+    /// [`MAX_CALLS_IN_FLIGHT`], is refused with nothing changed but the
+    /// signal.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use watchdog_core::{Guard, ManualClock, Phase, Profile};
+    ///
+    /// let guard = Guard::builder().clock(ManualClock::new()).build();
+    /// let task = guard.start("turn", Profile::default()).unwrap();
+    /// task.tool_started("toolu_1", "bash").unwrap();
+    /// assert_eq!(task.status().unwrap().phase, Phase::Executing { tools: 1 });
+    /// let e = task.tool_started("", "bash").unwrap_err();
+    /// assert_eq!(e.to_string(), "task `turn`: tool call id is empty");
+    /// ```
+    pub fn tool_started(&self, id: &str, name: &str) -> Result<(), GuardError> {
+        check(id, name).map_err(|problem| self.bad_call(problem))?;
+        self.tool_signal();
+        self.slow(|t, now, _| t.tool_started(now, id, name))
+    }
+
+    /// Records the end of tool call `id` (R5.3), whichever door started it;
+    /// an id not in flight is an error that changes nothing but the
+    /// signal, and names the id cut to [`MAX_CALL_ID`] bytes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use watchdog_core::{CallOutcome, Guard, ManualClock, Profile};
+    ///
+    /// let guard = Guard::builder().clock(ManualClock::new()).build();
+    /// let task = guard.start("turn", Profile::default()).unwrap();
+    /// task.tool_started("toolu_1", "bash").unwrap();
+    /// task.tool_finished("toolu_1", CallOutcome::Success).unwrap();
+    /// assert!(task.tool_finished("toolu_1", CallOutcome::Success).is_err());
+    /// ```
+    pub fn tool_finished(&self, id: &str, outcome: CallOutcome) -> Result<(), GuardError> {
+        if check(id, "-").is_err() {
+            // Never in flight: no signal, and the id is cut for the error.
+            return self.slow(|t, _, _| Err(t.not_in_flight(shown(id))));
+        }
+        self.tool_signal();
+        self.slow(|t, now, _| t.tool_finished(now, id, outcome))
+    }
+
+    /// Finishes every call in flight with `outcome`, as when a turn or a
+    /// stream ended without their results; returns how many there were.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use watchdog_core::{CallOutcome, Guard, ManualClock, Phase, Profile};
+    ///
+    /// let guard = Guard::builder().clock(ManualClock::new()).build();
+    /// let task = guard.start("turn", Profile::default()).unwrap();
+    /// task.tool_started("a", "bash").unwrap();
+    /// task.tool_started("b", "grep").unwrap();
+    /// assert_eq!(task.finish_calls(CallOutcome::Cancelled), Ok(2));
+    /// assert_eq!(task.status().unwrap().phase, Phase::Idle);
+    /// assert_eq!(task.last_call().unwrap().name, "grep");
+    /// ```
+    pub fn finish_calls(&self, outcome: CallOutcome) -> Result<usize, GuardError> {
+        // Like each finish, a `tool-call` signal, before the silence is
+        // handed back to the idle budget; none when nothing was in flight.
+        if self.calls_in_flight() != 0 {
+            self.tool_signal();
+        }
+        self.slow(|t, now, _| t.finish_calls(now, outcome))
+    }
+
+    /// Returns true while tool call `id` is in flight, whichever door
+    /// started it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use watchdog_core::{Guard, ManualClock, Profile};
+    ///
+    /// let guard = Guard::builder().clock(ManualClock::new()).build();
+    /// let task = guard.start("turn", Profile::default()).unwrap();
+    /// task.tool_started("toolu_1", "bash").unwrap();
+    /// assert!(task.is_call_in_flight("toolu_1"));
+    /// assert!(!task.is_call_in_flight("toolu_2"));
+    /// ```
+    pub fn is_call_in_flight(&self, id: &str) -> bool {
+        self.slow(|t, _, _| Ok(t.is_call_in_flight(id)))
+            .unwrap_or(false)
+    }
+
+    /// Returns how many tool calls are in flight (0 once the task finished).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use watchdog_core::{Guard, ManualClock, Profile};
+    ///
+    /// let guard = Guard::builder().clock(ManualClock::new()).build();
+    /// let task = guard.start("turn", Profile::default()).unwrap();
+    /// task.tool_started("toolu_1", "bash").unwrap();
+    /// assert_eq!(task.calls_in_flight(), 1);
+    /// ```
+    pub fn calls_in_flight(&self) -> usize {
+        self.slow(|t, _, _| Ok(t.calls_in_flight())).unwrap_or(0)
+    }
+
+    fn bad_call(&self, problem: CallProblem) -> GuardError {
+        let task = self
+            .slow(|t, _, _| Ok(t.name.to_string()))
+            .unwrap_or_else(|_| self.id().to_string());
+        GuardError::BadCall { task, problem }
+    }
+}
