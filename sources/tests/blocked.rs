@@ -195,7 +195,8 @@ fn a_flock_waiter_names_the_locked_file() {
 fn a_shell_waiting_for_its_child_names_the_child() {
     let mut g = Group::sh("echo ready; sleep 30; true");
     g.ready();
-    let sh = blocked(g.pid(), "sh", "child");
+    // Until the forked child has exec'd, it is named `sh`: wait for `sleep`.
+    let sh = blocked(g.pid(), "sh", "child sleep[");
     let sleep = blocked(g.pid(), "sleep", "sleeping");
     assert_eq!(
         sh.blocked_on.unwrap(),
@@ -204,7 +205,7 @@ fn a_shell_waiting_for_its_child_names_the_child() {
     // The `wait` builtin sleeps in sigsuspend; the child is named all the same.
     let mut g = Group::sh("sleep 30 & echo ready; wait");
     g.ready();
-    let sh = blocked(g.pid(), "sh", "child");
+    let sh = blocked(g.pid(), "sh", "child sleep[");
     assert!(sh
         .blocked_on
         .unwrap()
