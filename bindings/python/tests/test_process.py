@@ -85,8 +85,12 @@ def test_a_stall_names_the_silent_children_of_the_attached_process():
             tool.wait()
     guard.flush()
     stalled = next(e for e in events if e["type"] == "stalled")
-    assert [c["name"] for c in stalled["children"]] == ["sleep"]
-    assert stalled["children"][0]["cpu_delta_ms"] == 0
+    # R8.13: the attached process itself is named too, first, with what it
+    # is blocked on (its child), then its silent child.
+    assert [c["name"] for c in stalled["children"]] == ["sh", "sleep"]
+    sh, sleep = stalled["children"]
+    assert sh["blocked_on"].startswith("waiting for child sleep["), sh
+    assert sleep["cpu_delta_ms"] == 0
 
 
 def test_attach_process_refuses_what_is_not_a_group_leader_pid():

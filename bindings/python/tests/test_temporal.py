@@ -254,9 +254,10 @@ def test_c_a_stall_fails_the_attempt_with_stalled_and_its_details_in_history(wor
     assert d["verdict"] == "stalled" and d["budget"] == "execution" and d["budget_ms"] == 2000
     assert d["silent_ms"] >= 2000
     assert d["last_call"]["name"] == "bash" and d["last_call"]["id"] == "toolu_hang"
-    assert [s["name"] for s in d["suspects"]] == ["sleep"], d
+    # R8.13: the tool's shell is named with its silent child.
+    assert [s["name"] for s in d["suspects"]] == ["sh", "sleep"], d
     assert "stalled" in failure.message and "execution budget" in failure.message
-    sleep_pid = d["suspects"][0]["pid"]
+    sleep_pid = d["suspects"][1]["pid"]
     assert proc_gone(sleep_pid), f"the hung tool's sleep (pid {sleep_pid}) outlived the stall"
 
 
