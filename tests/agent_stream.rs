@@ -11,37 +11,20 @@ use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{events, stallguard, types};
+use common::{events, stallguard, stderr, types};
 
 /// Generous bound for a run of a few seconds.
 const BOUND: Duration = Duration::from_secs(60);
+
+/// Waits for `child` within [`BOUND`], reading its pipes all along.
+fn wait_bounded(child: Child) -> Output {
+    common::wait_within(child, BOUND)
+}
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("sources/tests/fixtures/agent")
         .join(name)
-}
-
-/// Waits for `child` with a bound, reading its pipes all along (a big
-/// output must not block it); kills it if the bound passes.
-fn wait_bounded(child: Child) -> Output {
-    let pid = child.id() as i32;
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(BOUND) {
-        Ok(out) => out.unwrap(),
-        Err(_) => {
-            // SAFETY: kill(2) on the pid of our own unreaped child.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            panic!("stallguard did not finish within {BOUND:?}");
-        }
-    }
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// A `sh -c` script that prints `file`'s first `head` lines, stays silent

@@ -12,31 +12,14 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 mod common;
-use common::{events, stallguard, types};
+use common::{events, stallguard, stderr, types};
 
 /// Generous bound for a run of a few seconds on a loaded machine.
 const BOUND: Duration = Duration::from_secs(60);
 
-/// Waits for `child` with a bound, reading its pipes all along; kills it
-/// if the bound passes.
+/// Waits for `child` within [`BOUND`], reading its pipes all along.
 fn wait_bounded(child: Child) -> Output {
-    let pid = child.id() as i32;
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(BOUND) {
-        Ok(out) => out.unwrap(),
-        Err(_) => {
-            // SAFETY: kill(2) on the pid of our own unreaped child.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            panic!("stallguard did not finish within {BOUND:?}");
-        }
-    }
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
+    common::wait_within(child, BOUND)
 }
 
 /// Whether `program` runs here; says SKIPPED when it does not.

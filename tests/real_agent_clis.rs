@@ -29,6 +29,11 @@ use common::{events, stallguard, types};
 /// Generous bound for one CLI run of a few seconds.
 const BOUND: Duration = Duration::from_secs(60);
 
+/// Waits for `child` within [`BOUND`], reading its pipes all along.
+fn wait_bounded(child: Child) -> Output {
+    common::wait_within(child, BOUND)
+}
+
 /// One CLI at a time: on 2 shared cores, two CLIs starting at once could
 /// stretch a gap between their lines toward the 2 s idle budget.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -252,22 +257,6 @@ fn spawn(agent: Agent, stallguard_args: &[&str]) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap()
-}
-
-fn wait_bounded(child: Child) -> Output {
-    let pid = child.id() as i32;
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(BOUND) {
-        Ok(out) => out.unwrap(),
-        Err(_) => {
-            // SAFETY: kill(2) on the pid of our own unreaped child.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            panic!("stallguard did not finish within {BOUND:?}");
-        }
-    }
 }
 
 fn text(b: &[u8]) -> String {

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -37,24 +37,27 @@ pub fn types(events: &[Value]) -> Vec<String> {
 /// Generous bound for a run that should take a few seconds.
 pub const BOUND: Duration = Duration::from_secs(30);
 
-/// Waits for `child` with a bound, killing it if the bound passes: a hang
-/// fails the test instead of stalling the suite.
-pub fn wait_bounded(mut child: Child) -> Output {
-    let start = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
+/// Waits for `child` within [`BOUND`]; see [`wait_within`].
+pub fn wait_bounded(child: Child) -> Output {
+    wait_within(child, BOUND)
+}
+
+/// Waits for `child` within `bound`, reading its pipes all along (a big
+/// output must not block it); kills it if the bound passes: a hang fails
+/// the test instead of stalling the suite.
+pub fn wait_within(child: Child, bound: Duration) -> Output {
+    let pid = child.id() as i32;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(bound) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            // SAFETY: kill(2) on the pid of our own unreaped child.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("stallguard did not finish within {bound:?}");
         }
-        if start.elapsed() > BOUND {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "stallguard did not exit within {BOUND:?}; stderr: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        // A real process is being waited on.
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
