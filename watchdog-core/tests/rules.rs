@@ -456,6 +456,62 @@ fn stalled_event_names_budget_strike_silence_step_and_suspects() {
     assert_eq!(names, ["grep", "psql"]);
 }
 
+/// A probe whose fresh look calls back into the guard: it reads the
+/// task's status and records output, as a probe that samples a tree and
+/// finds it busy might.
+#[derive(Debug, Default)]
+struct CallsBack {
+    recorder: std::sync::OnceLock<watchdog_core::Recorder>,
+    seen: std::sync::Mutex<Vec<TaskState>>,
+}
+
+impl ChildProbe for CallsBack {
+    fn children(&self) -> Option<Vec<ChildInfo>> {
+        Some(Vec::new())
+    }
+
+    fn verdict_children(&self) -> Option<Vec<ChildInfo>> {
+        let r = self.recorder.get()?;
+        let state = r.status()?.state;
+        self.seen.lock().unwrap().push(state);
+        r.output(3, 1);
+        Some(Vec::new())
+    }
+}
+
+// R8.13, R3.1: the fresh look a stall names is taken outside the guard's
+// scheduler lock, after the verdict and before any sink sees the event: a
+// probe may ask for the task's status (already stalled) and record into
+// it without deadlock, and that output is a recovery delivered after the
+// stall it answers.
+#[test]
+fn a_stall_probe_may_call_back_into_the_guard() {
+    let (guard, rec, _) = setup();
+    let t = guard
+        .start("cb", quiet().idle(secs(5)).terminate_after(0))
+        .unwrap();
+    let probe = Arc::new(CallsBack::default());
+    probe.recorder.set(t.recorder()).unwrap();
+    t.set_children_probe(probe.clone());
+    guard.advance(secs(5));
+    assert_eq!(*probe.seen.lock().unwrap(), [TaskState::Stalled]);
+    assert_eq!(rec.types_for("cb"), ["started", "stalled", "recovered"]);
+    let events = rec.events_of(t.id());
+    assert!(
+        matches!(&events[1].kind, EventKind::Stalled { children: Some(c), .. } if c.is_empty()),
+        "{:?}",
+        events[1]
+    );
+    assert!(
+        matches!(events[2].kind, EventKind::Recovered { silent } if silent == secs(5)),
+        "{:?}",
+        events[2]
+    );
+    assert_eq!(t.status().unwrap().total_bytes, 3);
+    t.finish_completed();
+    rec.assert_settled("cb");
+}
+
 // R3.2: strikes re-arm from the verdict; cancel at terminate-after; 0 never
 // cancels.
 #[test]

@@ -23,7 +23,7 @@ use std::time::Duration;
 use crate::calls::{CallRecord, Calls};
 use crate::cell::{CounterSlot, TaskCell, LIVENESS_UNARMED, STARTUP_PENDING};
 use crate::clock::{Clock, Nanos};
-use crate::dispatch::Item;
+use crate::dispatch::{Emitted, Item};
 use crate::error::GuardError;
 use crate::event::{Action, ActionKind, Event, EventKind, TaskId};
 use crate::profile::Profile;
@@ -53,7 +53,7 @@ pub(crate) enum Life {
 /// Events and actions produced under the scheduler lock, in order.
 pub(crate) struct Out<'a> {
     pub(crate) clock: &'a dyn Clock,
-    pub(crate) items: Vec<Item>,
+    pub(crate) items: Vec<Emitted>,
     /// A flag that sends recorders down the slow path (`STALLED`,
     /// `LIVENESS_LOST`) was raised: the caller owes the task the driver's
     /// half of the handshake, a heavy barrier then another look at its
@@ -249,24 +249,42 @@ impl DerefMut for Task<'_> {
 }
 
 impl Task<'_> {
-    fn emit(&self, out: &mut Out<'_>, e: Nanos, kind: EventKind) {
-        out.items.push(Item::Event(Arc::new(Event {
+    fn event(&self, out: &Out<'_>, e: Nanos, kind: EventKind) -> Event {
+        Event {
             name: Arc::clone(&self.name),
             task: self.id,
             wall: out.clock.wall_at(e),
             at: e,
             elapsed: e.saturating_since(self.start),
             kind,
-        })));
+        }
+    }
+
+    fn emit(&self, out: &mut Out<'_>, e: Nanos, kind: EventKind) {
+        let event = self.event(out, e, kind);
+        out.items.push(Item::Event(Arc::new(event)).into());
+    }
+
+    /// Emits a `stalled` event; with a probe attached, its children are
+    /// left for the fresh look the drainer takes outside the scheduler lock
+    /// (R8.13, see [`crate::dispatch`]).
+    fn emit_stalled(&self, out: &mut Out<'_>, e: Nanos, kind: EventKind) {
+        let event = self.event(out, e, kind);
+        match self.probe() {
+            Some(probe) => out
+                .items
+                .push(Emitted::Stalled(Box::new(event), Arc::clone(probe))),
+            None => out.items.push(Item::Event(Arc::new(event)).into()),
+        }
     }
 
     fn act(&self, out: &mut Out<'_>, kind: ActionKind) {
-        out.items.push(Item::Action(Arc::new(Action {
+        out.items.push(Emitted::Ready(Item::Action(Arc::new(Action {
             task: self.id,
             name: Arc::clone(&self.name),
             pid: self.pid(),
             kind,
-        })));
+        }))));
     }
 
     pub(crate) fn started(&self, out: &mut Out<'_>) {

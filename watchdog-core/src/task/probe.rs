@@ -5,9 +5,10 @@ use crate::event::ChildInfo;
 
 /// Reads a cached sample of a watched process's descendants.
 ///
-/// Implementations must return what they already have: the guard calls this
-/// on the request path (status, stall events), where reading a process table
-/// is not allowed (R4.2, R5.5). `None` means unknown.
+/// Implementations of [`ChildProbe::children`] must return what they
+/// already have: the guard calls it on the request path (status), where
+/// reading a process table is not allowed (R4.2, R5.5). `None` means
+/// unknown. A stall asks [`ChildProbe::verdict_children`] instead.
 ///
 /// # Examples
 ///
@@ -28,8 +29,12 @@ pub trait ChildProbe: Send + Sync + std::fmt::Debug + 'static {
     /// Returns a fresh look at the watched process and its descendants for
     /// a verdict (R8.13, R3.1): the process itself first, then its
     /// descendants, each with what it is blocked on. Called once per stall,
-    /// off the status path, so it may read the process table; the default
-    /// is the cached [`ChildProbe::children`].
+    /// after the verdict and before any sink sees the `stalled` event, on
+    /// the thread that delivers events (the driver, or the caller whose
+    /// operation stalled the task), never under the guard's scheduler lock:
+    /// it may read the process table, and may call back into the guard
+    /// (`status`, a recorder) without deadlock. The default is the cached
+    /// [`ChildProbe::children`].
     fn verdict_children(&self) -> Option<Vec<ChildInfo>> {
         self.children()
     }

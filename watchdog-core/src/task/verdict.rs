@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::{fmt_dur, Life, Out, Task, CANCEL_SIGNAL, KILL_SIGNAL};
 use crate::cell::{LIVENESS_LOST, LIVENESS_UNARMED, STALLED, STARTUP_PENDING};
 use crate::clock::Nanos;
-use crate::event::{ActionKind, Budget, ChildInfo, EventKind};
+use crate::event::{ActionKind, Budget, EventKind};
 use crate::signal::SignalKind;
 
 impl Task<'_> {
@@ -183,13 +183,12 @@ impl Task<'_> {
         self.cell.set_flag(STALLED, true);
         out.raised = true;
         let silent = e.saturating_since(self.cell.silent_since.get());
-        let children = self
-            .probe()
-            .and_then(|p| p.verdict_children())
-            .map(ChildInfo::suspects);
         let terminate_after = self.profile.terminate_after;
         let strike = self.strikes;
-        self.emit(
+        // The children are a fresh look at the tree (R8.13), taken when
+        // the event leaves the outbox, outside the scheduler lock: reading
+        // `/proc` here would hold every other task's verdicts and calls.
+        self.emit_stalled(
             out,
             e,
             EventKind::Stalled {
@@ -198,7 +197,7 @@ impl Task<'_> {
                 terminate_after,
                 silent,
                 last_step: self.last_step(),
-                children,
+                children: None,
             },
         );
         if terminate_after != 0 && strike >= terminate_after {
