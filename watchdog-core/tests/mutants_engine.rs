@@ -1122,7 +1122,12 @@ fn operations_on_a_settled_task_are_refused() {
     let t = guard.start("done", quiet()).unwrap();
     let r = t.recorder();
     t.finish_completed();
-    let gone = GuardError::Finished(format!("{}", t.id()));
+    // R3.8: the error names the task by name and id, whichever path
+    // refused (the task is gone from the registry here).
+    let gone = GuardError::Finished {
+        task: "done".into(),
+        id: t.id(),
+    };
     assert_eq!(r.tool_started("c", "x"), Err(gone.clone()));
     assert_eq!(
         r.tool_finished("c", CallOutcome::Success),

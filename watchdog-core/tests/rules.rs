@@ -944,7 +944,10 @@ fn bad_input_is_an_error_not_a_panic() {
     t.finish_completed();
     assert_eq!(
         t.finish(Outcome::Completed, None, None).unwrap_err(),
-        GuardError::Finished("#1".into())
+        GuardError::Finished {
+            task: "b".into(),
+            id: t.id()
+        }
     );
     // The name is free again once the task has settled.
     guard.start("b", quiet()).unwrap().finish_completed();

@@ -176,6 +176,7 @@ impl Guard {
                 cell,
                 inner: Arc::clone(inner),
                 id,
+                name,
                 fast_clock: inner.fast_clock.clone(),
             },
             guard: self.clone(),

@@ -40,6 +40,9 @@ pub struct Recorder {
     pub(super) cell: CellRef,
     pub(super) inner: Arc<Inner>,
     pub(super) id: TaskId,
+    /// The task's name, for the error once it has finished and left the
+    /// registry (R3.8).
+    pub(super) name: Arc<str>,
     /// A copy of the guard's clock when it is the real one, read without a
     /// virtual call on the record path (R9.1).
     pub(super) fast_clock: Option<MonotonicClock>,
@@ -301,6 +304,12 @@ impl Recorder {
     ) -> Result<R, GuardError> {
         self.inner
             .with_task(self.cell.slot(), self.id, f)
-            .unwrap_or_else(|| Err(GuardError::Finished(format!("{}", self.id))))
+            .unwrap_or_else(|| {
+                // The task left the registry when it finished (R3.8).
+                Err(GuardError::Finished {
+                    task: self.name.to_string(),
+                    id: self.id,
+                })
+            })
     }
 }

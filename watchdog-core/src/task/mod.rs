@@ -295,9 +295,17 @@ impl Task<'_> {
         matches!(self.life, Life::Cancelling | Life::Finished)
     }
 
+    /// The error for any operation on this task once it has finished.
+    fn finished_error(&self) -> GuardError {
+        GuardError::Finished {
+            task: self.name.to_string(),
+            id: self.id,
+        }
+    }
+
     fn settling_error(&self) -> GuardError {
         match self.life {
-            Life::Finished => GuardError::Finished(self.name.to_string()),
+            Life::Finished => self.finished_error(),
             _ => GuardError::Cancelling(self.name.to_string()),
         }
     }

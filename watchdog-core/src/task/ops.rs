@@ -25,7 +25,7 @@ impl Task<'_> {
         out: &mut Out<'_>,
     ) -> Result<(), GuardError> {
         if self.life == Life::Finished {
-            return Err(GuardError::Finished(self.name.to_string()));
+            return Err(self.finished_error());
         }
         self.sync(e, out);
         // Work the guard cancelled ends as cancelled, whatever status the
@@ -57,7 +57,7 @@ impl Task<'_> {
         out: &mut Out<'_>,
     ) -> Result<(), GuardError> {
         if self.life == Life::Finished {
-            return Err(GuardError::Finished(self.name.to_string()));
+            return Err(self.finished_error());
         }
         self.emit(out, e, kind);
         Ok(())
