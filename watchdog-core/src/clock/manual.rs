@@ -94,7 +94,7 @@ impl Clock for ManualClock {
 
 /// A virtual clock whose stamps come from a coarse reading that trails it
 /// by a lag the test sets, through the same stamp rule as
-/// [`MonotonicClock`].
+/// [`MonotonicClock`](super::MonotonicClock).
 ///
 /// It replays in virtual time what a VM's lagging or stalled coarse clock
 /// does to verdicts (R9.5). A guard built on it is virtual, as on a
