@@ -58,8 +58,15 @@ impl Emitted {
         match self {
             Emitted::Ready(item) => item,
             Emitted::Stalled(mut event, probe) => {
+                // A probe is the runner's code: one that panics costs the
+                // stall its children, never the event (R6.2, R10.5).
+                let look = catch_unwind(AssertUnwindSafe(|| probe.verdict_children()));
+                let look = look.unwrap_or_else(|_| {
+                    tracing::error!(task = %event.name, "child probe panicked: the stall names no children");
+                    None
+                });
                 if let EventKind::Stalled { children, .. } = &mut event.kind {
-                    *children = probe.verdict_children().map(ChildInfo::suspects);
+                    *children = look.map(ChildInfo::suspects);
                 }
                 Item::Event(Arc::new(*event))
             }

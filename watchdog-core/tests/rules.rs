@@ -504,6 +504,48 @@ fn a_stall_probe_may_call_back_into_the_guard() {
     rec.assert_settled("cb");
 }
 
+#[derive(Debug)]
+struct PanicsOnLook;
+
+impl ChildProbe for PanicsOnLook {
+    fn children(&self) -> Option<Vec<ChildInfo>> {
+        Some(Vec::new())
+    }
+
+    fn verdict_children(&self) -> Option<Vec<ChildInfo>> {
+        panic!("the probe broke");
+    }
+}
+
+// R3.1, R6.2: a probe that panics at the stall's fresh look costs the
+// stall its children, not the event, nor anything after it.
+#[test]
+fn a_panicking_stall_probe_loses_the_children_not_the_stall() {
+    let (guard, rec, _) = setup();
+    let t = guard
+        .start("pp", quiet().idle(secs(5)).terminate_after(2))
+        .unwrap();
+    t.set_children_probe(Arc::new(PanicsOnLook));
+    guard.advance(secs(5));
+    guard.advance(secs(5));
+    assert_eq!(
+        rec.timeline("pp"),
+        [
+            (secs(0), "started"),
+            (secs(5), "stalled"),
+            (secs(10), "stalled"),
+            (secs(10), "cancelling")
+        ]
+    );
+    let events = rec.events_of(t.id());
+    assert!(
+        matches!(&events[1].kind, EventKind::Stalled { children: None, .. }),
+        "{:?}",
+        events[1]
+    );
+    assert_eq!(rec.actions().len(), 1, "the cancel action is delivered");
+}
+
 // R3.2: strikes re-arm from the verdict; cancel at terminate-after; 0 never
 // cancels.
 #[test]
