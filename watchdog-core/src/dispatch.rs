@@ -3,6 +3,13 @@
 //! Inline sinks are called by whichever thread drains the outbox; isolated
 //! sinks each get a queue and a thread, so a sink that panics, errors or
 //! never returns costs nobody else anything.
+//!
+//! A `stalled` event leaves the scheduler without its children: the fresh
+//! look at the task's tree it names (R8.13, R3.1) reads `/proc`, which
+//! must not happen under the guard-wide scheduler lock. The drainer takes
+//! it as the event leaves the outbox, outside that lock and before any
+//! sink sees the event, so every sink still gets the look taken at the
+//! stall.
 
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -14,8 +21,9 @@ use crate::loom::thread;
 
 use crate::builder::{spawn_checked, SpawnGate};
 use crate::error::GuardError;
-use crate::event::{Action, Event, EventKind};
+use crate::event::{Action, ChildInfo, Event, EventKind};
 use crate::sink::{Delivery, Sink};
+use crate::task::ChildProbe;
 
 /// Pending heartbeats beyond this many in a slow sink's queue are coalesced
 /// (dropped); critical events are never dropped.
@@ -27,6 +35,45 @@ pub(crate) enum Item {
     Action(Arc<Action>),
 }
 
+/// What the scheduler puts into the outbox: an item ready for the sinks,
+/// or a `stalled` event still owed its fresh look at the tree.
+pub(crate) enum Emitted {
+    Ready(Item),
+    /// A `stalled` event whose `children` the drainer fills in from the
+    /// probe's [`ChildProbe::verdict_children`], outside the scheduler
+    /// lock (R8.13).
+    Stalled(Box<Event>, Arc<dyn ChildProbe>),
+}
+
+impl From<Item> for Emitted {
+    fn from(item: Item) -> Self {
+        Emitted::Ready(item)
+    }
+}
+
+impl Emitted {
+    /// The item the sinks get: a pending stall takes its look at the tree
+    /// now, on the draining thread, with no scheduler lock held.
+    fn resolve(self) -> Item {
+        match self {
+            Emitted::Ready(item) => item,
+            Emitted::Stalled(mut event, probe) => {
+                // A probe is the runner's code: one that panics costs the
+                // stall its children, never the event (R6.2, R10.5).
+                let look = catch_unwind(AssertUnwindSafe(|| probe.verdict_children()));
+                let look = look.unwrap_or_else(|_| {
+                    tracing::error!(task = %event.name, "child probe panicked: the stall names no children");
+                    None
+                });
+                if let EventKind::Stalled { children, .. } = &mut event.kind {
+                    *children = look.map(ChildInfo::suspects);
+                }
+                Item::Event(Arc::new(*event))
+            }
+        }
+    }
+}
+
 impl Item {
     fn is_heartbeat(&self) -> bool {
         matches!(self, Item::Event(e) if matches!(e.kind, EventKind::Heartbeat { .. }))
@@ -34,7 +81,7 @@ impl Item {
 }
 
 pub(crate) struct Dispatcher {
-    outbox: Mutex<VecDeque<Item>>,
+    outbox: Mutex<VecDeque<Emitted>>,
     draining: Mutex<()>,
     inline: Vec<Arc<dyn Sink>>,
     isolated: Vec<Arc<SinkQueue>>,
@@ -82,8 +129,8 @@ impl Dispatcher {
 
     /// Queues items in emission order. Called with the scheduler lock held,
     /// which is what orders emissions across threads.
-    pub(crate) fn push(&self, items: impl IntoIterator<Item = Item>) {
-        self.outbox.lock().extend(items);
+    pub(crate) fn push<I: Into<Emitted>>(&self, items: impl IntoIterator<Item = I>) {
+        self.outbox.lock().extend(items.into_iter().map(Into::into));
     }
 
     /// Delivers everything queued. Whoever holds the drain lock delivers for
@@ -98,7 +145,7 @@ impl Dispatcher {
             loop {
                 let next = self.outbox.lock().pop_front();
                 match next {
-                    Some(item) => self.deliver(&item),
+                    Some(item) => self.deliver(&item.resolve()),
                     None => break,
                 }
             }
@@ -145,7 +192,7 @@ impl Dispatcher {
                 loop {
                     let next = self.outbox.lock().pop_front();
                     match next {
-                        Some(item) => self.deliver(&item),
+                        Some(item) => self.deliver(&item.resolve()),
                         None => break,
                     }
                 }

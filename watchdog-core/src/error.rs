@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::calls::CallProblem;
+use crate::event::TaskId;
 use crate::profile::ProfileError;
 
 /// Why a guard or task operation was refused.
@@ -36,9 +37,27 @@ pub enum GuardError {
     /// No live task has this name.
     #[error("no live task named `{0}`")]
     UnknownTask(String),
-    /// The task has already finished.
-    #[error("task `{0}` has already finished")]
-    Finished(String),
+    /// The task has already finished (R3.8): named as every other error
+    /// names its task, with its id, which stays unique after the name is
+    /// free for a new task.
+    ///
+    /// ```
+    /// use watchdog_core::{Guard, GuardError, ManualClock, Profile};
+    ///
+    /// let guard = Guard::builder().clock(ManualClock::new()).build();
+    /// let task = guard.start("job", Profile::default()).unwrap();
+    /// task.finish_completed();
+    /// let err = task.trigger("late").unwrap_err();
+    /// assert_eq!(err, GuardError::Finished { task: "job".into(), id: task.id() });
+    /// assert_eq!(err.to_string(), "task `job` (#1) has already finished");
+    /// ```
+    #[error("task `{task}` ({id}) has already finished")]
+    Finished {
+        /// The task's name.
+        task: String,
+        /// The task's id.
+        id: TaskId,
+    },
     /// The task is being cancelled; its budgets no longer move.
     #[error("task `{0}` is cancelling")]
     Cancelling(String),

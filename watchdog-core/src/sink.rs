@@ -4,9 +4,11 @@
 //! this module ships only [`RecordingSink`], for tests.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
+use crate::clock::{Clock, Nanos};
 use crate::event::{Action, Event, TaskId};
 
 /// The error a sink returns when it could not handle an event or action.
@@ -185,29 +187,136 @@ pub enum Delivered {
 /// task.finish_completed();
 /// rec.assert_settled("turn");
 /// ```
+///
+/// Each delivery is kept with the instant it arrived at, so a test reads
+/// when things happened from [`RecordingSink::timeline`] and
+/// [`RecordingSink::offsets`] instead of writing its own helper:
+///
+/// ```
+/// use std::time::Duration;
+/// use watchdog_core::{Guard, ManualClock, Profile, RecordingSink};
+///
+/// let rec = RecordingSink::new();
+/// let guard = Guard::builder().clock(ManualClock::new()).sink(rec.clone()).build();
+/// let p = Profile::default().idle(Duration::from_secs(5)).terminate_after(2);
+/// let _task = guard.start("turn", p.heartbeat_interval(None)).unwrap();
+/// guard.advance(Duration::from_secs(12)); // one advance over two verdicts
+/// let s = Duration::from_secs;
+/// assert_eq!(
+///     rec.timeline("turn"),
+///     [(s(0), "started"), (s(5), "stalled"), (s(10), "stalled"), (s(10), "cancelling")]
+/// );
+/// assert_eq!(rec.offsets("turn", "stalled"), [s(5), s(10)]);
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct RecordingSink {
-    inner: Arc<(Mutex<Vec<Delivered>>, Condvar)>,
+    inner: Arc<Shared>,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    /// Every delivery, in order, with the instant it arrived at.
+    got: Mutex<Vec<(Nanos, Delivered)>>,
+    arrived: Condvar,
+    /// The clock that stamps deliveries; without one, the instant an item
+    /// was emitted at.
+    clock: Option<Arc<dyn Clock>>,
 }
 
 impl RecordingSink {
-    /// Creates an empty recorder.
+    /// Creates an empty recorder that stamps each delivery with the
+    /// instant it was emitted at: an event's `at`, an action's the `at` of
+    /// the event of its task it follows (a cancel or kill is emitted right
+    /// after its `cancelling` or `killed`).
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// Creates an empty recorder that stamps each delivery with `clock`'s
+    /// reading when it arrives; give it the guard's clock, so offsets from
+    /// a task's start are on one scale. For an isolated sink or a real
+    /// clock, where delivery can trail emission.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use watchdog_core::{Clock, Guard, ManualClock, Profile, RecordingSink};
+    ///
+    /// let clock = ManualClock::new();
+    /// let rec = RecordingSink::with_clock(clock.clone());
+    /// let guard = Guard::builder().clock(clock.clone()).sink(rec.clone()).build();
+    /// let p = Profile::default().idle(Duration::from_secs(5)).heartbeat_interval(None);
+    /// let _task = guard.start("turn", p).unwrap();
+    /// guard.advance(Duration::from_secs(8)); // the verdict is due at 5 s
+    /// let (at, _) = rec.timed()[1].clone();
+    /// assert_eq!(at, clock.now()); // delivered when `advance` took it
+    /// assert_eq!(rec.timeline("turn")[1], (Duration::from_secs(8), "stalled"));
+    /// ```
+    pub fn with_clock(clock: impl Clock) -> Self {
+        RecordingSink {
+            inner: Arc::new(Shared {
+                clock: Some(Arc::new(clock)),
+                ..Shared::default()
+            }),
+        }
+    }
+
     /// Returns everything received, events and actions, in order.
     pub fn delivered(&self) -> Vec<Delivered> {
-        self.inner.0.lock().clone()
+        self.inner
+            .got
+            .lock()
+            .iter()
+            .map(|(_, d)| d.clone())
+            .collect()
+    }
+
+    /// Returns everything received, in order, each with the instant it
+    /// arrived at (see [`RecordingSink::new`] and
+    /// [`RecordingSink::with_clock`] for which instant).
+    pub fn timed(&self) -> Vec<(Nanos, Delivered)> {
+        self.inner.got.lock().clone()
+    }
+
+    /// Returns one task's events as a timeline: each event's type with the
+    /// offset of its instant from the task's start, in order.
+    ///
+    /// With [`RecordingSink::new`] the offset is the event's `elapsed`, the
+    /// instant the verdict was taken at (R9.3: exactly at the budget in
+    /// virtual time); with [`RecordingSink::with_clock`], when it arrived.
+    pub fn timeline(&self, name: &str) -> Vec<(Duration, &'static str)> {
+        self.inner
+            .got
+            .lock()
+            .iter()
+            .filter_map(|(at, d)| match d {
+                Delivered::Event(e) if &*e.name == name => {
+                    let start = e.at.saturating_sub(e.elapsed);
+                    Some((at.saturating_since(start), e.kind.type_name()))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Returns the offsets from the task's start of one task's events of
+    /// type `ty`, in order: the [`RecordingSink::timeline`] of one type.
+    pub fn offsets(&self, name: &str, ty: &str) -> Vec<Duration> {
+        self.timeline(name)
+            .into_iter()
+            .filter(|(_, t)| *t == ty)
+            .map(|(at, _)| at)
+            .collect()
     }
 
     /// Returns the events received, in order.
     pub fn events(&self) -> Vec<Event> {
         self.inner
-            .0
+            .got
             .lock()
             .iter()
-            .filter_map(|d| match d {
+            .filter_map(|(_, d)| match d {
                 Delivered::Event(e) => Some(e.clone()),
                 Delivered::Action(_) => None,
             })
@@ -217,10 +326,10 @@ impl RecordingSink {
     /// Returns the actions received, in order.
     pub fn actions(&self) -> Vec<Action> {
         self.inner
-            .0
+            .got
             .lock()
             .iter()
-            .filter_map(|d| match d {
+            .filter_map(|(_, d)| match d {
                 Delivered::Action(a) => Some(a.clone()),
                 Delivered::Event(_) => None,
             })
@@ -246,7 +355,7 @@ impl RecordingSink {
 
     /// Forgets everything received so far.
     pub fn clear(&self) {
-        self.inner.0.lock().clear();
+        self.inner.got.lock().clear();
     }
 
     /// Panics unless the task's events end with exactly one `finished`.
@@ -268,16 +377,20 @@ impl RecordingSink {
     /// `timeout` passes; returns whether it arrived. For real-time tests.
     pub fn wait_for(&self, name: &str, ty: &str, timeout: std::time::Duration) -> bool {
         let deadline = crate::instant_after(timeout);
-        let (lock, cv) = &*self.inner;
-        let mut got = lock.lock();
+        let mut got = self.inner.got.lock();
         loop {
-            let seen = got.iter().any(|d| {
+            let seen = got.iter().any(|(_, d)| {
                 matches!(d, Delivered::Event(e) if &*e.name == name && e.kind.type_name() == ty)
             });
             if seen {
                 return true;
             }
-            if cv.wait_until(&mut got, deadline).timed_out() {
+            if self
+                .inner
+                .arrived
+                .wait_until(&mut got, deadline)
+                .timed_out()
+            {
                 return false;
             }
         }
@@ -286,14 +399,31 @@ impl RecordingSink {
 
 impl Sink for RecordingSink {
     fn on_event(&self, event: &Event) -> Result<(), SinkError> {
-        self.inner.0.lock().push(Delivered::Event(event.clone()));
-        self.inner.1.notify_all();
+        let at = self.inner.clock.as_ref().map_or(event.at, |c| c.now());
+        let mut got = self.inner.got.lock();
+        got.push((at, Delivered::Event(event.clone())));
+        drop(got);
+        self.inner.arrived.notify_all();
         Ok(())
     }
 
     fn on_action(&self, action: &Action) -> Result<(), SinkError> {
-        self.inner.0.lock().push(Delivered::Action(action.clone()));
-        self.inner.1.notify_all();
+        let mut got = self.inner.got.lock();
+        let at = match &self.inner.clock {
+            Some(c) => c.now(),
+            // The event of its task it was emitted with, just before it.
+            None => got
+                .iter()
+                .rev()
+                .find_map(|(at, d)| match d {
+                    Delivered::Event(e) if e.task == action.task => Some(*at),
+                    _ => None,
+                })
+                .unwrap_or(Nanos::ZERO),
+        };
+        got.push((at, Delivered::Action(action.clone())));
+        drop(got);
+        self.inner.arrived.notify_all();
         Ok(())
     }
 

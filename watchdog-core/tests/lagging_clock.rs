@@ -25,14 +25,6 @@ fn lagging_setup() -> (Guard, RecordingSink, LaggingClock) {
     (guard, rec, clock)
 }
 
-fn stalled_at(rec: &RecordingSink, name: &str) -> Vec<Duration> {
-    rec.events()
-        .into_iter()
-        .filter(|e| &*e.name == name && e.kind.type_name() == "stalled")
-        .map(|e| e.elapsed)
-        .collect()
-}
-
 fn idle(budget: Duration) -> Profile {
     quiet().idle(budget).terminate_after(0)
 }
@@ -51,9 +43,13 @@ fn a_renewal_while_the_coarse_clock_trails_by_more_than_two_ticks_never_stalls_e
             guard.advance(budget / 2);
             t.output(1, 1);
             guard.advance(budget - Duration::from_micros(1));
-            assert_eq!(stalled_at(&rec, "t"), [], "lag {lag:?}, budget {budget:?}");
+            assert_eq!(
+                rec.offsets("t", "stalled"),
+                [],
+                "lag {lag:?}, budget {budget:?}"
+            );
             guard.advance(Duration::from_micros(1));
-            assert_eq!(stalled_at(&rec, "t"), [budget / 2 + budget]);
+            assert_eq!(rec.offsets("t", "stalled"), [budget / 2 + budget]);
         }
     }
 }
@@ -66,9 +62,9 @@ fn silence_from_the_start_is_exact_whatever_the_lag() {
     clock.set_lag(ms(15));
     let _t = guard.start("t", idle(ms(10))).unwrap();
     guard.advance(ms(10) - Duration::from_nanos(1));
-    assert_eq!(stalled_at(&rec, "t"), []);
+    assert_eq!(rec.offsets("t", "stalled"), []);
     guard.advance(Duration::from_nanos(1));
-    assert_eq!(stalled_at(&rec, "t"), [ms(10)]);
+    assert_eq!(rec.offsets("t", "stalled"), [ms(10)]);
 }
 
 // R9.5, R9.1: a burst of signals while the coarse clock trails by more
@@ -85,9 +81,9 @@ fn a_burst_while_the_coarse_clock_lags_is_stamped_precisely() {
     }
     // The last delta at 3 ms.
     guard.advance(ms(100) - Duration::from_nanos(1));
-    assert_eq!(stalled_at(&rec, "t"), []);
+    assert_eq!(rec.offsets("t", "stalled"), []);
     guard.advance(Duration::from_nanos(1));
-    assert_eq!(stalled_at(&rec, "t"), [ms(103)]);
+    assert_eq!(rec.offsets("t", "stalled"), [ms(103)]);
 }
 
 // R9.5, R9.3: with a healthy coarse clock (trailing by less than two
@@ -105,7 +101,7 @@ fn a_burst_on_a_healthy_coarse_clock_counts_late_by_at_most_two_ticks() {
         }
         // The last output at 1 ms.
         guard.advance(ms(20));
-        let at = stalled_at(&rec, "t");
+        let at = rec.offsets("t", "stalled");
         assert!(!at.is_empty(), "lag {lag_us} us");
         assert!(at[0] >= ms(11), "lag {lag_us} us: stalled early at {at:?}");
         assert!(at[0] <= ms(11) + 2 * TICK, "lag {lag_us} us: {at:?}");
@@ -128,7 +124,7 @@ fn a_coarse_clock_freezing_after_a_precise_stamp_errs_by_at_most_the_freeze_beyo
     guard.advance(ms(9));
     t.output(1, 0); // at 14 ms; stamped 4 + 8 = 12 ms: 2 ms behind
     guard.advance(ms(150));
-    let at = stalled_at(&rec, "t");
+    let at = rec.offsets("t", "stalled");
     assert!(!at.is_empty());
     // Early by 2 ms: the freeze (10 ms) beyond two ticks (8 ms).
     assert_eq!(at[0], ms(112));

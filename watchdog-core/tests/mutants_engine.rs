@@ -17,15 +17,6 @@ use watchdog_core::{
 mod common;
 use common::{ms, quiet, secs, setup};
 
-/// Each event of task `name` as (type, elapsed).
-fn timeline(rec: &RecordingSink, name: &str) -> Vec<(&'static str, Duration)> {
-    rec.events()
-        .into_iter()
-        .filter(|e| &*e.name == name)
-        .map(|e| (e.kind.type_name(), e.elapsed))
-        .collect()
-}
-
 /// The `reason` of the first event of type `ty` for task `name`.
 fn reason_of(rec: &RecordingSink, name: &str, ty: &str) -> String {
     rec.events()
@@ -85,11 +76,11 @@ fn recovered_silence_excludes_paused_time() {
         [("stalled", secs(10)), ("recovered", secs(12))]
     );
     assert_eq!(
-        timeline(&rec, "p"),
+        rec.timeline("p"),
         [
-            ("started", secs(0)),
-            ("stalled", secs(10)),
-            ("recovered", secs(112))
+            (secs(0), "started"),
+            (secs(10), "stalled"),
+            (secs(112), "recovered")
         ]
     );
 }
@@ -176,12 +167,12 @@ fn progress_after_a_stall_rearms_the_budget_from_the_progress() {
     assert_eq!(t.status().unwrap().state, TaskState::Working);
     guard.advance(secs(1));
     assert_eq!(
-        timeline(&rec, "g"),
+        rec.timeline("g"),
         [
-            ("started", secs(0)),
-            ("stalled", secs(10)),
-            ("recovered", secs(14)),
-            ("stalled", secs(24))
+            (secs(0), "started"),
+            (secs(10), "stalled"),
+            (secs(14), "recovered"),
+            (secs(24), "stalled")
         ]
     );
 }
@@ -238,8 +229,8 @@ fn signal_while_paused_renews_from_the_resume() {
     assert_eq!(rec.types_for("q"), ["started"]);
     guard.advance(secs(1));
     assert_eq!(
-        timeline(&rec, "q")[1],
-        ("stalled", secs(40)),
+        rec.timeline("q")[1],
+        (secs(40), "stalled"),
         "a full idle budget after the resume at 30 s"
     );
 }
@@ -254,7 +245,7 @@ fn ready_after_first_progress_does_not_renew_idle() {
     guard.advance(secs(8));
     t.ready();
     guard.advance(secs(2));
-    assert_eq!(timeline(&rec, "svc")[1], ("stalled", secs(10)));
+    assert_eq!(rec.timeline("svc")[1], (secs(10), "stalled"));
 }
 
 // R2.3: READY=1 while cancelling changes nothing (no renewal, no error).
@@ -290,7 +281,7 @@ fn deadline_reason_names_the_deadline_in_active_time() {
     guard.advance(secs(49));
     assert_eq!(rec.types_for("d"), ["started"]);
     guard.advance(secs(1));
-    assert_eq!(timeline(&rec, "d")[1], ("deadline_exceeded", secs(90)));
+    assert_eq!(rec.timeline("d")[1], (secs(90), "deadline_exceeded"));
     assert_eq!(
         reason_of(&rec, "d", "deadline_exceeded"),
         "deadline of 1m exceeded"
@@ -331,7 +322,7 @@ fn extension_to_exactly_max_deadline_is_allowed() {
     // R8.7: the one refusal is an event too.
     assert_eq!(rec.types_for("e"), ["started", "extension_refused"]);
     guard.advance(secs(1));
-    assert_eq!(timeline(&rec, "e")[2], ("deadline_exceeded", secs(100)));
+    assert_eq!(rec.timeline("e")[2], (secs(100), "deadline_exceeded"));
 }
 
 // R2.9, R3.4: in notify-only mode a deadline that has fired stays fired
@@ -355,11 +346,11 @@ fn extension_that_does_not_move_the_deadline_does_not_refire_it() {
     assert_eq!(t.extend(secs(5)).unwrap(), secs(65));
     guard.advance(secs(5));
     assert_eq!(
-        timeline(&rec, "n"),
+        rec.timeline("n"),
         [
-            ("started", secs(0)),
-            ("deadline_exceeded", secs(30)),
-            ("deadline_exceeded", secs(65))
+            (secs(0), "started"),
+            (secs(30), "deadline_exceeded"),
+            (secs(65), "deadline_exceeded")
         ]
     );
 }
@@ -395,7 +386,7 @@ fn extension_while_paused_is_measured_in_active_time() {
     guard.advance(secs(39));
     assert_eq!(rec.types_for("x"), ["started"]);
     guard.advance(secs(1));
-    assert_eq!(timeline(&rec, "x")[1], ("deadline_exceeded", secs(1090)));
+    assert_eq!(rec.timeline("x")[1], (secs(1090), "deadline_exceeded"));
     assert_eq!(
         reason_of(&rec, "x", "deadline_exceeded"),
         "deadline of 1m 30s exceeded"
@@ -412,7 +403,7 @@ fn liveness_reason_names_the_gap_and_the_limit() {
     guard.advance(secs(3));
     t.heartbeat();
     guard.advance(secs(10));
-    assert_eq!(timeline(&rec, "l")[1], ("liveness_lost", secs(13)));
+    assert_eq!(rec.timeline("l")[1], (secs(13), "liveness_lost"));
     assert_eq!(
         reason_of(&rec, "l", "liveness_lost"),
         "no heartbeat for 10s (liveness 10s)"
@@ -436,7 +427,7 @@ fn liveness_gap_excludes_paused_time() {
     guard.advance(secs(6));
     assert_eq!(rec.types_for("lp"), ["started"]);
     guard.advance(secs(1));
-    assert_eq!(timeline(&rec, "lp")[1], ("liveness_lost", secs(112)));
+    assert_eq!(rec.timeline("lp")[1], (secs(112), "liveness_lost"));
 }
 
 // R2.5, R3.4: in notify-only mode liveness lost is reported once per loss;
@@ -461,11 +452,11 @@ fn liveness_lost_once_per_gap_in_notify_only_mode() {
     assert_eq!(rec.types_for("ln"), ["started", "liveness_lost"]);
     guard.advance(secs(1));
     assert_eq!(
-        timeline(&rec, "ln"),
+        rec.timeline("ln"),
         [
-            ("started", secs(0)),
-            ("liveness_lost", secs(10)),
-            ("liveness_lost", secs(60))
+            (secs(0), "started"),
+            (secs(10), "liveness_lost"),
+            (secs(60), "liveness_lost")
         ]
     );
 }
@@ -492,13 +483,13 @@ fn long_running_still_reported_while_cancelling() {
     t.trigger("fault").unwrap();
     guard.advance(secs(100));
     assert_eq!(
-        timeline(&rec, "lr"),
+        rec.timeline("lr"),
         [
-            ("started", secs(0)),
-            ("triggered", secs(1)),
-            ("cancelling", secs(1)),
-            ("long_running", secs(10)),
-            ("killed", secs(61))
+            (secs(0), "started"),
+            (secs(1), "triggered"),
+            (secs(1), "cancelling"),
+            (secs(10), "long_running"),
+            (secs(61), "killed")
         ]
     );
     assert_eq!(reason_of(&rec, "lr", "triggered"), "fault");
@@ -1001,12 +992,12 @@ fn a_task_holds_one_timer_entry_while_its_due_instant_moves() {
     guard.advance(secs(20));
     assert_eq!(guard.timer_entries(), 1);
     guard.advance(secs(80));
-    assert_eq!(timeline(&rec, "st")[1], ("stalled", secs(100)));
+    assert_eq!(rec.timeline("st")[1], (secs(100), "stalled"));
     assert_eq!(guard.timer_entries(), 1, "re-armed after the strike");
     t.finish_completed();
     assert_eq!(guard.timer_entries(), 0, "a finished task leaves no entry");
     guard.advance(secs(200));
-    assert_eq!(timeline(&rec, "st").len(), 4, "nothing after finished");
+    assert_eq!(rec.timeline("st").len(), 4, "nothing after finished");
 }
 
 // R9.3: a recorder kept past its task's end writes into its own cell only:
@@ -1028,7 +1019,7 @@ fn a_late_recorder_never_touches_a_later_task() {
     assert!(status.last_signal.is_empty(), "{:?}", status.last_signal);
     assert!(late.status().is_none(), "the old task is gone");
     guard.advance(secs(5));
-    assert_eq!(timeline(&rec, "new")[1], ("stalled", secs(10)));
+    assert_eq!(rec.timeline("new")[1], (secs(10), "stalled"));
 
     // Once the last recorder is gone the slot serves new tasks, cleanly.
     drop(late);
@@ -1083,11 +1074,11 @@ fn tick_takes_verdicts_after_the_clock_was_moved_elsewhere() {
     assert_eq!(rec.types_for("tk"), ["started"]);
     guard.tick();
     assert_eq!(
-        timeline(&rec, "tk"),
+        rec.timeline("tk"),
         [
-            ("started", secs(0)),
-            ("stalled", secs(4)),
-            ("stalled", secs(8))
+            (secs(0), "started"),
+            (secs(4), "stalled"),
+            (secs(8), "stalled")
         ]
     );
 }
@@ -1122,7 +1113,12 @@ fn operations_on_a_settled_task_are_refused() {
     let t = guard.start("done", quiet()).unwrap();
     let r = t.recorder();
     t.finish_completed();
-    let gone = GuardError::Finished(format!("{}", t.id()));
+    // R3.8: the error names the task by name and id, whichever path
+    // refused (the task is gone from the registry here).
+    let gone = GuardError::Finished {
+        task: "done".into(),
+        id: t.id(),
+    };
     assert_eq!(r.tool_started("c", "x"), Err(gone.clone()));
     assert_eq!(
         r.tool_finished("c", CallOutcome::Success),
@@ -1155,7 +1151,7 @@ fn execution_budget_alone_applies_while_a_call_is_in_flight() {
     assert_eq!(rec.types_for("eo"), ["started"], "no idle budget: no stall");
     t.tool_started("c", "bash").unwrap();
     guard.advance(secs(20));
-    assert_eq!(timeline(&rec, "eo")[1], ("stalled", secs(120)));
+    assert_eq!(rec.timeline("eo")[1], (secs(120), "stalled"));
     let s = t.status().unwrap();
     assert_eq!(
         s.budgets,

@@ -6,19 +6,11 @@ use std::time::Duration;
 
 use watchdog_core::{
     BackgroundKind, BackgroundTask, Budget, CallOutcome, ChildInfo, ChildProbe, Clock, EventKind,
-    GuardError, KindSet, Outcome, Phase, ProcState, Profile, RecordingSink, SignalKind, TaskState,
+    GuardError, KindSet, Outcome, Phase, ProcState, Profile, SignalKind, TaskState,
 };
 
 mod common;
 use common::{ms, quiet, secs, setup};
-
-fn elapsed_of(rec: &RecordingSink, name: &str, ty: &str) -> Vec<Duration> {
-    rec.events()
-        .into_iter()
-        .filter(|e| &*e.name == name && e.kind.type_name() == ty)
-        .map(|e| e.elapsed)
-        .collect()
-}
 
 // R2.1: every renewing signal renews; silence for a whole budget stalls,
 // exactly at the budget in virtual time (R9.3).
@@ -36,7 +28,7 @@ fn idle_budget_renewed_by_output_and_stalls_exactly_at_the_budget() {
         t
     };
     assert_eq!(rec.types_for("a"), ["started", "stalled", "cancelling"]);
-    assert_eq!(elapsed_of(&rec, "a", "stalled"), [secs(55)]);
+    assert_eq!(rec.offsets("a", "stalled"), [secs(55)]);
 }
 
 // R2.1, R2.6: kinds outside renewed-by do not renew; heartbeat and cpu are
@@ -63,8 +55,8 @@ fn heartbeat_and_cpu_renew_only_when_opted_in() {
         guard.advance(secs(2));
         opted.signal(SignalKind::Cpu);
     }
-    assert_eq!(elapsed_of(&rec, "plain", "stalled"), [secs(5)]);
-    assert!(elapsed_of(&rec, "opted", "stalled").is_empty());
+    assert_eq!(rec.offsets("plain", "stalled"), [secs(5)]);
+    assert!(rec.offsets("opted", "stalled").is_empty());
 }
 
 // R2.6: a progress value renews only when it rises.
@@ -82,7 +74,7 @@ fn progress_renews_only_when_it_rises() {
     assert!(!t.progress(f64::NAN));
     assert!(!t.progress(-3.0));
     guard.advance(secs(1));
-    assert_eq!(elapsed_of(&rec, "p", "stalled"), [secs(9)]);
+    assert_eq!(rec.offsets("p", "stalled"), [secs(9)]);
 }
 
 // R2.2: a silent tool call runs on the execution budget; the effective
@@ -222,7 +214,7 @@ fn deadline_is_a_total_limit_that_output_does_not_renew() {
         rec.types_for("capped"),
         ["started", "deadline_exceeded", "cancelling", "killed"]
     );
-    assert_eq!(elapsed_of(&rec, "capped", "deadline_exceeded"), [secs(60)]);
+    assert_eq!(rec.offsets("capped", "deadline_exceeded"), [secs(60)]);
 }
 
 // R2.5: liveness is armed by the first heartbeat; losing it is its own
@@ -245,7 +237,7 @@ fn liveness_armed_by_first_heartbeat_and_lost_after_a_gap() {
         rec.types_for("w"),
         ["started", "liveness_lost", "cancelling"]
     );
-    assert_eq!(elapsed_of(&rec, "w", "liveness_lost"), [secs(137)]);
+    assert_eq!(rec.offsets("w", "liveness_lost"), [secs(137)]);
 }
 
 // R3.4: notify only.
@@ -324,9 +316,9 @@ fn pause_stops_every_budget_and_resume_keeps_what_was_used() {
     assert_eq!(rec.types_for("h"), ["started"]);
     guard.advance(secs(1)); // 6 + 4 = 10 s of active silence
     assert_eq!(rec.types_for("h"), ["started", "stalled"]);
-    assert_eq!(elapsed_of(&rec, "h", "stalled"), [secs(3610)]);
+    assert_eq!(rec.offsets("h", "stalled"), [secs(3610)]);
     guard.advance(secs(20)); // deadline: 30 s of active time
-    assert_eq!(elapsed_of(&rec, "h", "deadline_exceeded"), [secs(3630)]);
+    assert_eq!(rec.offsets("h", "deadline_exceeded"), [secs(3630)]);
 }
 
 // R2.9: extend within max-deadline; past it, refused with a reason.
@@ -367,7 +359,7 @@ fn extend_moves_the_deadline_within_its_bound() {
     guard.advance(secs(39));
     assert_eq!(rec.types_for("e"), ["started", "extension_refused"]);
     guard.advance(secs(1));
-    assert_eq!(elapsed_of(&rec, "e", "deadline_exceeded"), [secs(90)]);
+    assert_eq!(rec.offsets("e", "deadline_exceeded"), [secs(90)]);
 
     let none = guard.start("no-deadline", quiet()).unwrap();
     assert_eq!(
@@ -456,6 +448,104 @@ fn stalled_event_names_budget_strike_silence_step_and_suspects() {
     assert_eq!(names, ["grep", "psql"]);
 }
 
+/// A probe whose fresh look calls back into the guard: it reads the
+/// task's status and records output, as a probe that samples a tree and
+/// finds it busy might.
+#[derive(Debug, Default)]
+struct CallsBack {
+    recorder: std::sync::OnceLock<watchdog_core::Recorder>,
+    seen: std::sync::Mutex<Vec<TaskState>>,
+}
+
+impl ChildProbe for CallsBack {
+    fn children(&self) -> Option<Vec<ChildInfo>> {
+        Some(Vec::new())
+    }
+
+    fn verdict_children(&self) -> Option<Vec<ChildInfo>> {
+        let r = self.recorder.get()?;
+        let state = r.status()?.state;
+        self.seen.lock().unwrap().push(state);
+        r.output(3, 1);
+        Some(Vec::new())
+    }
+}
+
+// R8.13, R3.1: the fresh look a stall names is taken outside the guard's
+// scheduler lock, after the verdict and before any sink sees the event: a
+// probe may ask for the task's status (already stalled) and record into
+// it without deadlock, and that output is a recovery delivered after the
+// stall it answers.
+#[test]
+fn a_stall_probe_may_call_back_into_the_guard() {
+    let (guard, rec, _) = setup();
+    let t = guard
+        .start("cb", quiet().idle(secs(5)).terminate_after(0))
+        .unwrap();
+    let probe = Arc::new(CallsBack::default());
+    probe.recorder.set(t.recorder()).unwrap();
+    t.set_children_probe(probe.clone());
+    guard.advance(secs(5));
+    assert_eq!(*probe.seen.lock().unwrap(), [TaskState::Stalled]);
+    assert_eq!(rec.types_for("cb"), ["started", "stalled", "recovered"]);
+    let events = rec.events_of(t.id());
+    assert!(
+        matches!(&events[1].kind, EventKind::Stalled { children: Some(c), .. } if c.is_empty()),
+        "{:?}",
+        events[1]
+    );
+    assert!(
+        matches!(events[2].kind, EventKind::Recovered { silent } if silent == secs(5)),
+        "{:?}",
+        events[2]
+    );
+    assert_eq!(t.status().unwrap().total_bytes, 3);
+    t.finish_completed();
+    rec.assert_settled("cb");
+}
+
+#[derive(Debug)]
+struct PanicsOnLook;
+
+impl ChildProbe for PanicsOnLook {
+    fn children(&self) -> Option<Vec<ChildInfo>> {
+        Some(Vec::new())
+    }
+
+    fn verdict_children(&self) -> Option<Vec<ChildInfo>> {
+        panic!("the probe broke");
+    }
+}
+
+// R3.1, R6.2: a probe that panics at the stall's fresh look costs the
+// stall its children, not the event, nor anything after it.
+#[test]
+fn a_panicking_stall_probe_loses_the_children_not_the_stall() {
+    let (guard, rec, _) = setup();
+    let t = guard
+        .start("pp", quiet().idle(secs(5)).terminate_after(2))
+        .unwrap();
+    t.set_children_probe(Arc::new(PanicsOnLook));
+    guard.advance(secs(5));
+    guard.advance(secs(5));
+    assert_eq!(
+        rec.timeline("pp"),
+        [
+            (secs(0), "started"),
+            (secs(5), "stalled"),
+            (secs(10), "stalled"),
+            (secs(10), "cancelling")
+        ]
+    );
+    let events = rec.events_of(t.id());
+    assert!(
+        matches!(&events[1].kind, EventKind::Stalled { children: None, .. }),
+        "{:?}",
+        events[1]
+    );
+    assert_eq!(rec.actions().len(), 1, "the cancel action is delivered");
+}
+
 // R3.2: strikes re-arm from the verdict; cancel at terminate-after; 0 never
 // cancels.
 #[test]
@@ -480,10 +570,10 @@ fn strikes_rearm_from_the_verdict_and_cancel_at_terminate_after() {
         ]
     );
     assert_eq!(
-        elapsed_of(&rec, "three", "stalled"),
+        rec.offsets("three", "stalled"),
         [secs(10), secs(20), secs(30)]
     );
-    assert_eq!(elapsed_of(&rec, "never", "stalled").len(), 10);
+    assert_eq!(rec.offsets("never", "stalled").len(), 10);
     assert!(!rec.types_for("never").contains(&"cancelling"));
     let strikes: Vec<u32> = rec
         .events()
@@ -553,12 +643,12 @@ fn cancel_then_kill_after_grace_period() {
         rec.types_for("slow"),
         ["started", "stalled", "cancelling", "killed"]
     );
-    assert_eq!(elapsed_of(&rec, "slow", "killed"), [secs(8)]);
+    assert_eq!(rec.offsets("slow", "killed"), [secs(8)]);
     assert_eq!(
         rec.types_for("quick"),
         ["started", "stalled", "cancelling", "finished"]
     );
-    assert_eq!(elapsed_of(&rec, "at-once", "killed"), [secs(5)]);
+    assert_eq!(rec.offsets("at-once", "killed"), [secs(5)]);
     let actions: Vec<_> = rec
         .actions()
         .into_iter()
@@ -594,7 +684,7 @@ fn long_running_once_and_not_after_finish() {
     short.finish_completed();
     guard.advance(secs(60));
     assert_eq!(rec.types_for("long"), ["started", "long_running"]);
-    assert_eq!(elapsed_of(&rec, "long", "long_running"), [secs(3)]);
+    assert_eq!(rec.offsets("long", "long_running"), [secs(3)]);
     assert_eq!(rec.types_for("short"), ["started", "finished"]);
     drop(long);
 }
@@ -619,10 +709,10 @@ fn heartbeats_only_for_silent_intervals() {
     // Silent for the whole of (0 s, 10 s]: the output at 0 s is the
     // interval's open end, so the first heartbeat comes at 10 s.
     assert_eq!(
-        elapsed_of(&rec, "silent", "heartbeat"),
+        rec.offsets("silent", "heartbeat"),
         [secs(10), secs(20), secs(30)]
     );
-    assert!(elapsed_of(&rec, "chatty", "heartbeat").is_empty());
+    assert!(rec.offsets("chatty", "heartbeat").is_empty());
     let hb = rec
         .events()
         .into_iter()
@@ -708,7 +798,7 @@ fn verdict_reads_progress_recorded_after_the_timer_was_armed() {
     guard.advance(secs(1));
     assert_eq!(rec.types_for("v"), ["started"]);
     guard.advance(secs(9));
-    assert_eq!(elapsed_of(&rec, "v", "stalled"), [secs(19)]);
+    assert_eq!(rec.offsets("v", "stalled"), [secs(19)]);
     assert!(guard.timer_entries() <= 3, "no timer entry per signal");
 }
 
@@ -888,7 +978,10 @@ fn bad_input_is_an_error_not_a_panic() {
     t.finish_completed();
     assert_eq!(
         t.finish(Outcome::Completed, None, None).unwrap_err(),
-        GuardError::Finished("#1".into())
+        GuardError::Finished {
+            task: "b".into(),
+            id: t.id()
+        }
     );
     // The name is free again once the task has settled.
     guard.start("b", quiet()).unwrap().finish_completed();

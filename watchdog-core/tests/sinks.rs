@@ -255,3 +255,62 @@ fn a_sink_with_no_methods_is_a_valid_sink() {
     impl Sink for Nothing {}
     run_one(Nothing);
 }
+
+// R6.2, R9.3: the recording sink keeps each delivery with its instant. On
+// its own it is the instant of emission (an action's, that of the event it
+// follows), so a timeline reads the verdicts exactly where the budgets put
+// them; with the guard's clock it is the arrival, which for a verdict
+// passed over by one `advance` is the end of the advance.
+#[test]
+fn recording_sink_timelines_emission_and_delivery() {
+    let clock = ManualClock::new();
+    let emitted = RecordingSink::new();
+    let arrived = RecordingSink::with_clock(clock.clone());
+    let guard = Guard::builder()
+        .clock(clock.clone())
+        .sink(emitted.clone())
+        .sink(arrived.clone())
+        .build();
+    let p = Profile::default()
+        .heartbeat_interval(None)
+        .idle(secs(5))
+        .terminate_after(2)
+        .grace_period(secs(3));
+    let t = guard.start("t", p).unwrap();
+    guard.advance(secs(7));
+    guard.advance(secs(7)); // the second stall at 10 s cancels; kill at 13 s
+    t.finish_completed();
+    let want = [
+        (secs(0), "started"),
+        (secs(5), "stalled"),
+        (secs(10), "stalled"),
+        (secs(10), "cancelling"),
+        (secs(13), "killed"),
+        (secs(14), "finished"),
+    ];
+    assert_eq!(emitted.timeline("t"), want);
+    assert_eq!(emitted.offsets("t", "stalled"), [secs(5), secs(10)]);
+    assert_eq!(
+        arrived.timeline("t"),
+        [
+            (secs(0), "started"),
+            (secs(7), "stalled"),
+            (secs(14), "stalled"),
+            (secs(14), "cancelling"),
+            (secs(14), "killed"),
+            (secs(14), "finished"),
+        ]
+    );
+    // Actions carry the instant of their event: cancel at 10 s, kill at 13 s.
+    let start = emitted.timed()[0].0;
+    let actions: Vec<_> = emitted
+        .timed()
+        .into_iter()
+        .filter_map(|(at, d)| match d {
+            watchdog_core::Delivered::Action(a) => Some((at.saturating_since(start), a.kind)),
+            _ => None,
+        })
+        .map(|(at, kind)| (at, matches!(kind, watchdog_core::ActionKind::Kill)))
+        .collect();
+    assert_eq!(actions, [(secs(10), false), (secs(13), true)]);
+}
