@@ -2,6 +2,9 @@
 //! Each test file uses some of them, so the unused rest is allowed.
 #![allow(dead_code)]
 
+pub mod agents;
+pub mod wait;
+
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
