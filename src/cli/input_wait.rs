@@ -21,15 +21,17 @@
 //!    that holds it, or a `poll`/`select` while it is open (their sets are
 //!    in the process's memory, so every open descriptor counts).
 //! 3. Every other live process of the tree is an ancestor of one found in
-//!    1 (a shell or wrapper that started it); a child or sibling that runs
-//!    (a tool the agent started, a helper it talks to) means work is in
-//!    progress.
+//!    1 (a shell or wrapper that started it); a child or sibling that has
+//!    run for a second or more (a tool the agent started, a helper it
+//!    talks to) means work is in progress.
 //! 4. Every thread's state could be read.
 //!
 //! It is **busy** when 2, 3 or 4 fails, or when no thread waits on the
 //! terminal and none is on a CPU; **unsure** when no thread waits on the
 //! terminal but one is on a CPU (an event loop runs a timer between two
-//! waits at a prompt as much as it works on an answer). The budgets pause
+//! waits at a prompt as much as it works on an answer), or when 1, 2 and 4
+//! hold and the other processes are all younger than a second (Claude Code
+//! runs `ps | grep` and a copy of itself now and then at a prompt). The budgets pause
 //! after two held looks in a row, and resume after two busy looks in a row
 //! or four looks in a row that are not held: a program between two
 //! requests is not taken for one at a prompt, and a prompt's timer is not
@@ -61,6 +63,7 @@ use super::reaper::Proc;
 use super::report::Pauses;
 use super::typing::{is_terminal, thread_waits, Waits};
 use stallguard::sources::procs::net::{parse_tcp, TcpConn};
+use stallguard::sources::procs::ProcStat;
 use stallguard::TaskHandle;
 
 /// How often the terminal's readers are looked at.
@@ -161,10 +164,12 @@ fn look_at(tree: &[Proc], fg: u32, tty: u64) -> Look {
             at = up;
         }
     }
-    if tree
+    let others: Vec<u32> = tree
         .iter()
-        .any(|p| !readers.contains(&p.pid) && !ancestors.contains(&p.pid))
-    {
+        .filter(|p| !readers.contains(&p.pid) && !ancestors.contains(&p.pid))
+        .map(|p| p.pid)
+        .collect();
+    if others.iter().any(|&pid| !young(pid)) {
         return Look::Busy;
     }
     let mut tcp = None;
@@ -176,9 +181,36 @@ fn look_at(tree: &[Proc], fg: u32, tty: u64) -> Look {
     });
     if on_network {
         Look::Busy
-    } else {
+    } else if others.is_empty() {
         Look::Held
+    } else {
+        Look::Unsure
     }
+}
+
+/// How long a process beside the reader may live and still be taken for a
+/// helper of the prompt rather than work in progress.
+const YOUNG: Duration = Duration::from_secs(1);
+
+/// Whether process `pid` started less than [`YOUNG`] ago (from its start
+/// time in `/proc/PID/stat` and the system's uptime); a process that
+/// cannot be read is not.
+fn young(pid: u32) -> bool {
+    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok();
+    let Some(stat) = stat.and_then(|s| ProcStat::parse(&s).ok()) else {
+        return false;
+    };
+    let uptime = std::fs::read_to_string("/proc/uptime").ok();
+    let Some(up) = uptime.and_then(|u| u.split_whitespace().next()?.parse::<f64>().ok()) else {
+        return false;
+    };
+    // SAFETY: sysconf only reads a constant.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks <= 0 {
+        return false;
+    }
+    let started = stat.starttime as f64 / ticks as f64;
+    up - started < YOUNG.as_secs_f64()
 }
 
 /// Whether process `pid`'s descriptor `fd` is a TCP connection (a socket
@@ -369,7 +401,8 @@ mod tests {
     }
 
     // R8.13: a process reading the terminal and nothing else is held; with
-    // a child beside it (a tool at work) it is busy.
+    // a child beside it that has run for a second (a tool at work) it is
+    // busy.
     #[test]
     fn a_reader_of_the_terminal_is_held_unless_a_child_runs() {
         if !have_python() {
@@ -392,6 +425,15 @@ mod tests {
         );
         let pid = with_child.0.id();
         let tree = settled(pid, 2, tty);
+        // A helper younger than a second makes the look unsure; past that,
+        // the child is work in progress.
+        let child = tree.iter().find(|p| p.pid != pid).unwrap().pid;
+        let start = Instant::now();
+        while young(child) {
+            assert!(start.elapsed() < Duration::from_secs(30));
+            // A real process is being waited on.
+            std::thread::sleep(Duration::from_millis(50));
+        }
         assert_eq!(look_at(&tree, pid, tty), Look::Busy, "{tree:?}");
     }
 
