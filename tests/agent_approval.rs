@@ -135,9 +135,8 @@ impl OnTerminal {
         let done = until(pid, BOUND, Duration::from_secs(1), || {
             self.child.try_wait().unwrap()
         });
+        // Past the bound, dropping `self` stops the run.
         let Some(status) = done else {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
             panic!("stallguard did not end within {BOUND:?}: {}", self.screen());
         };
         status.code()
@@ -146,10 +145,15 @@ impl OnTerminal {
 
 impl Drop for OnTerminal {
     fn drop(&mut self) {
-        // A failing test leaves nothing: the command's group goes with it.
-        // SAFETY: kill(2) on our own child's session (its group leader).
-        unsafe { libc::kill(-(self.child.id() as i32), libc::SIGKILL) };
-        let _ = self.child.kill();
+        // A failing test leaves nothing: SIGTERM makes stallguard stop the
+        // command's group (R8.2) before it ends; SIGKILL if it does not.
+        if self.child.try_wait().ok().flatten().is_none() {
+            // SAFETY: kill(2) on our own unreaped child.
+            unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+            if !common::wait::exits_within(self.child.id(), Duration::from_secs(20)) {
+                let _ = self.child.kill();
+            }
+        }
         let _ = self.child.wait();
     }
 }
