@@ -15,6 +15,9 @@ The script, chosen by the first argument:
               the client goes away.
   stop        a background `sleep 30` as in `background`; once its result
               names the task id, a TaskStop call for it; then text.
+  approve     the first request gets a shell tool call that needs the
+              user's approval (`touch approved`); the request that carries
+              its result starts streaming, then hangs as in `hang`.
   compact     every request gets a short text answer; Claude Code's request
               for a summary of the conversation (`/compact`) waits 4 s in
               silence first.
@@ -31,7 +34,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 SCRIPT = sys.argv[1] if len(sys.argv) > 1 else "tool"
-SHELL = {"background": "sleep 6", "stop": "sleep 30"}.get(SCRIPT, "sleep 4")
+SHELL = {"background": "sleep 6", "stop": "sleep 30", "approve": "touch approved"}.get(SCRIPT, "sleep 4")
 
 
 def log(*parts):
@@ -174,6 +177,8 @@ class Handler(BaseHTTPRequestHandler):
         wants_tool = "Bash" in tool_names(body) and not has_tool_result(body)
         answer = "hang" if SCRIPT == "hang" and "Bash" in tool_names(body) else (
             "tool" if wants_tool and SCRIPT != "compact" else "text")
+        if SCRIPT == "approve" and has_tool_result(body):
+            answer = "hang"
         stop_id = background_id(body) if SCRIPT == "stop" else None
         if stop_id:
             answer = "stop"

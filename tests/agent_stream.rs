@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 mod common;
 use common::{events, stallguard, stderr, types};
@@ -185,23 +185,20 @@ fn describe_shows_the_running_tool_and_its_age() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let start = Instant::now();
-    let text = loop {
+    // Looks at the control socket until describe shows the tool, between
+    // looks waiting on stallguard's pidfd (it ends, the looks end).
+    let mut last = String::new();
+    let text = common::wait::until(child.id(), BOUND, Duration::from_millis(100), || {
         let out = stallguard(dir.path())
             .args(["describe", "sh", "--socket"])
             .arg(&sock)
             .output()
             .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        if text.contains("Bash(ls -la) (toolu_1), running for") {
-            break text;
-        }
-        assert!(
-            start.elapsed() < BOUND,
-            "describe never showed the tool: {text}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
+        last = String::from_utf8_lossy(&out.stdout).into_owned();
+        last.contains("Bash(ls -la) (toolu_1), running for")
+            .then(|| last.clone())
+    })
+    .unwrap_or_else(|| panic!("describe never showed the tool: {last}"));
     assert!(text.contains("executing 1 tool\n"), "{text}");
     let out = wait_bounded(child);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

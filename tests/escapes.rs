@@ -6,7 +6,7 @@
 
 use std::path::Path;
 use std::process::{Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -33,14 +33,11 @@ fn alive(pid: u32) -> bool {
     }
 }
 
-/// Asserts `pid` is gone, allowing init a bounded moment to reap it; kills
-/// it if not, so a failing test leaves nothing behind either.
+/// Asserts `pid` is gone, allowing it a bounded moment to exit (waited on
+/// its pidfd, which is ready once it has exited, reaped or not); kills it
+/// if not, so a failing test leaves nothing behind either.
 fn assert_gone(pid: u32, what: &str) {
-    let until = Instant::now() + Duration::from_secs(5);
-    while alive(pid) && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    if alive(pid) {
+    if !common::wait::exits_within(pid, Duration::from_secs(5)) && alive(pid) {
         let _ = nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(pid as i32),
             nix::sys::signal::Signal::SIGKILL,
@@ -479,21 +476,21 @@ fn describe_shows_malformed_datagram_counts() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let start = Instant::now();
-    let text = loop {
+    // Looks at the control socket until the counts show, between looks
+    // waiting on stallguard's pidfd (it ends, the looks end).
+    let mut last = String::new();
+    let shown = common::wait::until(child.id(), BOUND, Duration::from_millis(50), || {
         let out = run(
             dir.path(),
             &["describe", "--socket", sock.to_str().unwrap()],
         );
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        if dir.path().join("sent").exists() && text.contains("notify_bad_value 2") {
-            break text;
-        }
-        if start.elapsed() > BOUND {
-            std::fs::write(dir.path().join("stop"), "").unwrap();
-            panic!("describe never showed the counts: {text}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
+        last = String::from_utf8_lossy(&out.stdout).into_owned();
+        (dir.path().join("sent").exists() && last.contains("notify_bad_value 2"))
+            .then(|| last.clone())
+    });
+    let Some(text) = shown else {
+        std::fs::write(dir.path().join("stop"), "").unwrap();
+        panic!("describe never showed the counts: {last}");
     };
     std::fs::write(dir.path().join("stop"), "").unwrap();
     let out = wait_bounded(child);

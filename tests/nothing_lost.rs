@@ -29,6 +29,8 @@ use stallguard::{
     RecordingSink, Sink, SinkError, TaskHandle, TaskId,
 };
 
+mod common;
+
 /// Generous bound for real processes and for isolated sinks catching up.
 const BOUND: Duration = Duration::from_secs(60);
 const DEFAULT_SEED: u64 = 0x5eed_2026_0101;
@@ -469,12 +471,12 @@ fn soak_twenty_thousand_tasks_over_five_seeds() {
 /// Polls until process `pid` runs `name` (its `exec` happened, so any
 /// `trap` before it is in force), or the bound passes.
 fn wait_exec(pid: u32, name: &str) {
-    let start = Instant::now();
-    while std::fs::read_to_string(format!("/proc/{pid}/comm")).map_or(true, |c| c.trim() != name) {
-        assert!(start.elapsed() < BOUND, "process {pid} never became {name}");
-        // A real process is being waited on.
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let became = common::wait::until(pid, BOUND, Duration::from_millis(5), || {
+        std::fs::read_to_string(format!("/proc/{pid}/comm"))
+            .is_ok_and(|c| c.trim() == name)
+            .then_some(())
+    });
+    assert!(became.is_some(), "process {pid} never became {name}");
 }
 
 /// SIGKILLs a process group on drop, so a failing test leaves nothing.
@@ -507,6 +509,8 @@ fn every_cancel_reaches_real_processes_through_the_process_sink() {
     let mut killers = Vec::new();
     let mut runners = Vec::new();
     let mut handles = Vec::new();
+    // Each runner says which task it settled, once it has.
+    let (settled_tx, settled) = std::sync::mpsc::channel::<usize>();
     for i in 0..N {
         let ignores_term = i % 2 == 1;
         let script = if ignores_term {
@@ -534,11 +538,13 @@ fn every_cancel_reaches_real_processes_through_the_process_sink() {
         handles.push((child.id(), ignores_term, task.recorder()));
         // The runner: waits on its child (reaping is its job) and settles
         // the task with how the child ended.
+        let settled_tx = settled_tx.clone();
         runners.push(std::thread::spawn(move || {
             let mut child = child;
             let status = child.wait().unwrap();
             task.finish(Outcome::Failed, status.code(), status.signal())
                 .unwrap();
+            let _ = settled_tx.send(i);
             status
         }));
     }
@@ -558,19 +564,20 @@ fn every_cancel_reaches_real_processes_through_the_process_sink() {
         let term = procs.wait_for(|r| r.pgid == *pgid && r.signal == GroupSignal::Term, BOUND);
         assert!(term.is_some(), "no SIGTERM report for group {pgid}");
     }
-    // The cooperative ones are gone before the grace period ends...
-    let start = Instant::now();
+    // The cooperative ones are gone before the grace period ends (their
+    // runners reaped them and settled their tasks)...
+    let until = Instant::now() + BOUND;
+    let mut ended = std::collections::HashSet::new();
     while !handles
         .iter()
         .enumerate()
-        .all(|(i, (_, ignores, _))| *ignores || runners[i].is_finished())
+        .all(|(i, (_, ignores, _))| *ignores || ended.contains(&i))
     {
-        assert!(
-            start.elapsed() < BOUND,
-            "SIGTERM did not end the cooperative processes"
-        );
-        // Real processes are being waited on.
-        std::thread::sleep(Duration::from_millis(10));
+        let left = until.saturating_duration_since(Instant::now());
+        match settled.recv_timeout(left) {
+            Ok(i) => ended.insert(i),
+            Err(_) => panic!("SIGTERM did not end the cooperative processes"),
+        };
     }
     // ...and the rest are SIGKILLed when it does.
     guard.advance(grace);

@@ -9,12 +9,14 @@ use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value::Value as Any, KeyValue};
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message;
+
+mod common;
 
 /// How long a real run of the example may take here, loaded or not.
 const BOUND: Duration = Duration::from_secs(60);
@@ -35,7 +37,7 @@ fn otel_example() -> PathBuf {
 /// Runs the example against `endpoint`; returns how it ended, within
 /// [`BOUND`] (it is killed and the test fails past it).
 fn run_example(endpoint: &str) -> Output {
-    let mut child = Command::new(otel_example())
+    let child = Command::new(otel_example())
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
         .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
         .env_remove("OTEL_EXPORTER_OTLP_TIMEOUT")
@@ -43,16 +45,7 @@ fn run_example(endpoint: &str) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start the otel example");
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > BOUND {
-            let _ = child.kill();
-            panic!("the example did not end within {BOUND:?}");
-        }
-        // A real process is being waited on.
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().unwrap()
+    common::finish_within(child, BOUND, "the otel example")
 }
 
 /// One HTTP/1.1 request read off `reader`: its request line and body;

@@ -17,13 +17,13 @@
 //! `sleep 4`: twice the idle budget, far under the execution budget. Real
 //! processes are involved, so the waits are real, with a 60 s bound.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 mod common;
+use common::agents::Mock;
 use common::{events, stallguard, types};
 
 /// Generous bound for one CLI run of a few seconds.
@@ -66,65 +66,7 @@ impl Cli {
 
     /// The installed CLI, or why the test is skipped.
     fn path(self) -> Result<PathBuf, String> {
-        let dir = std::env::var_os("STALLGUARD_AGENT_CLIS")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/agent-clis"));
-        let bin = dir.join("node_modules/.bin").join(self.bin());
-        if !bin.exists() {
-            return Err(format!(
-                "{} is not installed at {} (`.ci/run` installs it with npm)",
-                self.bin(),
-                bin.display()
-            ));
-        }
-        if Command::new("python3")
-            .arg("--version")
-            .output()
-            .map_or(true, |o| !o.status.success())
-        {
-            return Err("python3 (for tests/agent_mock.py) is not on PATH".into());
-        }
-        Ok(bin)
-    }
-}
-
-/// The mock model server, killed (by its own pid) when dropped.
-struct Mock {
-    child: Child,
-    port: u16,
-}
-
-impl Mock {
-    fn start(script: &str) -> Mock {
-        let mut child = Command::new("python3")
-            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agent_mock.py"))
-            .arg(script)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("python3 runs");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let line = rx.recv_timeout(BOUND).expect("the mock printed its port");
-        let port = line
-            .trim()
-            .strip_prefix("PORT ")
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("mock said {line:?}"));
-        Mock { child, port }
-    }
-}
-
-impl Drop for Mock {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        common::agents::cli_bin(self.bin())
     }
 }
 
@@ -412,41 +354,39 @@ fn claude_code_background_bash_makes_the_task_monitoring() {
             sock.to_str().unwrap(),
         ],
     );
-    let start = Instant::now();
-    let mut seen = None;
-    while start.elapsed() < BOUND {
+    // Looks at the control socket until the task is monitoring, or it
+    // finished, or stallguard is gone.
+    let seen = common::wait::until(child.id(), BOUND, Duration::from_millis(100), || {
         let out = stallguard(s.path())
             .args(["describe", "--json", "--socket"])
             .arg(&sock)
             .output()
             .unwrap();
-        if let Ok(serde_json::Value::Array(tasks)) = serde_json::from_slice(&out.stdout) {
-            if let Some(t) = tasks.iter().find(|t| t["state"] == "monitoring") {
-                // The shell runs about 5 s more: `list` and the text of
-                // `describe` show it too.
-                let list = stallguard(s.path())
-                    .args(["list", "--socket"])
-                    .arg(&sock)
-                    .output()
-                    .unwrap();
-                let describe = stallguard(s.path())
-                    .args(["describe", "--socket"])
-                    .arg(&sock)
-                    .output()
-                    .unwrap();
-                seen = Some((t.clone(), text(&list.stdout), text(&describe.stdout)));
-                break;
-            }
-            if !tasks.is_empty() && tasks.iter().all(|t| t["state"] == "finished") {
-                break;
-            }
+        let Ok(serde_json::Value::Array(tasks)) = serde_json::from_slice(&out.stdout) else {
+            return None;
+        };
+        if let Some(t) = tasks.iter().find(|t| t["state"] == "monitoring") {
+            // The shell runs about 5 s more: `list` and the text of
+            // `describe` show it too.
+            let list = stallguard(s.path())
+                .args(["list", "--socket"])
+                .arg(&sock)
+                .output()
+                .unwrap();
+            let describe = stallguard(s.path())
+                .args(["describe", "--socket"])
+                .arg(&sock)
+                .output()
+                .unwrap();
+            return Some(Some((
+                t.clone(),
+                text(&list.stdout),
+                text(&describe.stdout),
+            )));
         }
-        if child_exited(&sock, start) {
-            break;
-        }
-        // Polling a real process's control socket.
-        std::thread::sleep(Duration::from_millis(100));
-    }
+        (!tasks.is_empty() && tasks.iter().all(|t| t["state"] == "finished")).then_some(None)
+    })
+    .flatten();
     let out = wait_bounded(child);
     let err = text(&out.stderr);
     let (t, list, describe) = seen.unwrap_or_else(|| panic!("never monitoring; stderr: {err}"));
@@ -470,11 +410,6 @@ fn claude_code_background_bash_makes_the_task_monitoring() {
         stdout.contains("\"subtype\":\"task_notification\""),
         "{stdout}"
     );
-}
-
-/// The socket is gone once stallguard is done (nothing more to poll).
-fn child_exited(sock: &Path, start: Instant) -> bool {
-    start.elapsed() > Duration::from_secs(5) && !sock.exists()
 }
 
 /// Runs a first turn (a session to compact), then `/compact` in it,

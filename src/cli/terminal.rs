@@ -106,12 +106,18 @@ impl Terminal {
         self.foreground_input(fg) == Some(false)
     }
 
-    /// Whether a process of the terminal's foreground group (not
-    /// stallguard's) waits for input from the terminal (R8.13, typing.rs).
-    pub(crate) fn foreground_waits_for_input(&self) -> bool {
+    /// Whether the command is held for what the user types on the
+    /// terminal (one look), while a group of its own (not stallguard's) holds the
+    /// terminal (R8.13; the rule is src/cli/input_wait.rs's, stricter than
+    /// the status line's: a pause hides a silence).
+    pub(crate) fn foreground_waits_for_input(&self) -> super::input_wait::Look {
+        use super::input_wait::{look, Look};
         // SAFETY: tcgetpgrp only reads the terminal's state.
         let fg = unsafe { libc::tcgetpgrp(TTY) };
-        fg != self.ours && fg > 0 && self.foreground_input(fg) == Some(true)
+        match device() {
+            Some(tty) if fg != self.ours && fg > 0 => look(fg as u32, tty),
+            _ => Look::Busy,
+        }
     }
 
     /// Whether a process of group `fg` waits for input from the terminal;

@@ -35,7 +35,7 @@ pub(crate) fn input_queued(fd: libc::c_int) -> bool {
 
 /// Whether process `pid`'s descriptor `fd` is the terminal `tty` (its
 /// device number) or `/dev/tty`.
-fn is_terminal(pid: u32, fd: u64, tty: u64) -> bool {
+pub(crate) fn is_terminal(pid: u32, fd: u64, tty: u64) -> bool {
     fs::metadata(format!("/proc/{pid}/fd/{fd}"))
         .is_ok_and(|m| m.file_type().is_char_device() && (m.rdev() == tty || m.rdev() == DEV_TTY))
 }
@@ -50,13 +50,27 @@ fn open_fds(pid: u32) -> Vec<u64> {
         .unwrap_or_default()
 }
 
-/// Whether process `pid` is blocked waiting for input that may come from
-/// the terminal `tty` (its device number), in any of its threads (a
-/// runtime may read stdin on a worker thread while the main one parks). A
-/// process that is gone is not; one whose state cannot be read is taken
-/// to be.
-pub(crate) fn waits_on_terminal(pid: u32, tty: u64) -> bool {
-    let threads: Vec<String> = match fs::read_dir(format!("/proc/{pid}/task")) {
+/// What one thread waits on, as far as its descriptors go (R8.13).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Waits {
+    /// Blocked until one of these descriptors of its process is ready: a
+    /// `read` of one, the targets of an `epoll`, the open descriptors a
+    /// `select` or `poll` may name.
+    On(Vec<u64>),
+    /// On a CPU (or blocked outside a system call).
+    Running,
+    /// Blocked in a call that waits on no descriptor (a lock, a sleep, a
+    /// child), or gone.
+    Nothing,
+    /// Its state could not be read (permissions, a kernel without
+    /// `/proc/PID/syscall`).
+    Unknown,
+}
+
+/// The `syscall` files of process `pid`'s threads; empty when it is
+/// gone, its own file alone when its threads cannot be listed.
+fn thread_files(pid: u32) -> Vec<String> {
+    match fs::read_dir(format!("/proc/{pid}/task")) {
         Ok(dir) => dir
             .filter_map(|e| {
                 Some(format!(
@@ -65,45 +79,54 @@ pub(crate) fn waits_on_terminal(pid: u32, tty: u64) -> bool {
                 ))
             })
             .collect(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return false,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(_) => vec![format!("/proc/{pid}/syscall")],
-    };
-    threads
-        .iter()
-        .any(|path| thread_waits_on_terminal(pid, path, tty))
+    }
 }
 
-/// Whether the thread whose `syscall` file is `path`, in process `pid`,
-/// waits on the terminal.
-fn thread_waits_on_terminal(pid: u32, path: &str, tty: u64) -> bool {
+/// What each thread of process `pid` waits on (none when it is gone).
+pub(crate) fn thread_waits(pid: u32) -> Vec<Waits> {
+    thread_files(pid)
+        .iter()
+        .map(|path| thread_wait(pid, path))
+        .collect()
+}
+
+/// Whether process `pid` is blocked waiting for input that may come from
+/// the terminal `tty` (its device number), in any of its threads (a
+/// runtime may read stdin on a worker thread while the main one parks). A
+/// process that is gone is not; one whose state cannot be read is taken
+/// to be.
+pub(crate) fn waits_on_terminal(pid: u32, tty: u64) -> bool {
+    thread_waits(pid).iter().any(|w| match w {
+        Waits::On(fds) => fds.iter().any(|&fd| is_terminal(pid, fd, tty)),
+        Waits::Running | Waits::Nothing => false,
+        Waits::Unknown => true,
+    })
+}
+
+/// What the thread whose `syscall` file is `path`, in process `pid`,
+/// waits on.
+fn thread_wait(pid: u32, path: &str) -> Waits {
     let text = match fs::read_to_string(path) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return false,
-        Err(_) => return true,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Waits::Nothing,
+        Err(_) => return Waits::Unknown,
     };
     let Some(blocked) = Blocked::parse(&text) else {
-        return true;
+        return Waits::Unknown;
     };
     let Blocked::In { nr, args } = blocked else {
-        return false;
+        return Waits::Running;
     };
     // Descriptors are the process's, shared by its threads.
     match classify(nr, &args) {
-        Wait::Reads(fd) => is_terminal(pid, fd, tty),
-        Wait::Epoll(epfd) => {
-            fs::read_to_string(format!("/proc/{pid}/fdinfo/{epfd}")).map_or(true, |info| {
-                epoll_targets(&info)
-                    .into_iter()
-                    .any(|fd| is_terminal(pid, fd, tty))
-            })
-        }
-        Wait::Below(nfds) => open_fds(pid)
-            .into_iter()
-            .any(|fd| fd < nfds && is_terminal(pid, fd, tty)),
-        Wait::Any => open_fds(pid)
-            .into_iter()
-            .any(|fd| is_terminal(pid, fd, tty)),
-        Wait::Other => false,
+        Wait::Reads(fd) => Waits::On(vec![fd]),
+        Wait::Epoll(epfd) => fs::read_to_string(format!("/proc/{pid}/fdinfo/{epfd}"))
+            .map_or(Waits::Unknown, |info| Waits::On(epoll_targets(&info))),
+        Wait::Below(nfds) => Waits::On(open_fds(pid).into_iter().filter(|&fd| fd < nfds).collect()),
+        Wait::Any => Waits::On(open_fds(pid)),
+        Wait::Other => Waits::Nothing,
     }
 }
 

@@ -2,6 +2,9 @@
 //! Each test file uses some of them, so the unused rest is allowed.
 #![allow(dead_code)]
 
+pub mod agents;
+pub mod wait;
+
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
@@ -42,10 +45,15 @@ pub fn wait_bounded(child: Child) -> Output {
     wait_within(child, BOUND)
 }
 
-/// Waits for `child` within `bound`, reading its pipes all along (a big
-/// output must not block it); kills it if the bound passes: a hang fails
-/// the test instead of stalling the suite.
+/// Waits for `child` (stallguard) within `bound`; see [`finish_within`].
 pub fn wait_within(child: Child, bound: Duration) -> Output {
+    finish_within(child, bound, "stallguard")
+}
+
+/// Waits for `child` (`what`, for the message) within `bound`, reading its
+/// pipes all along (a big output must not block it); kills it if the bound
+/// passes: a hang fails the test instead of stalling the suite.
+pub fn finish_within(child: Child, bound: Duration, what: &str) -> Output {
     let pid = child.id() as i32;
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -56,7 +64,7 @@ pub fn wait_within(child: Child, bound: Duration) -> Output {
         Err(_) => {
             // SAFETY: kill(2) on the pid of our own unreaped child.
             unsafe { libc::kill(pid, libc::SIGKILL) };
-            panic!("stallguard did not finish within {bound:?}");
+            panic!("{what} did not finish within {bound:?}");
         }
     }
 }
