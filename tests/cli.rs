@@ -384,7 +384,7 @@ fn list_and_describe_read_the_control_socket() {
             "socket never answered: {}",
             stderr(&out)
         );
-        std::thread::sleep(Duration::from_millis(50));
+        common::wait::exits_within(child.id(), Duration::from_millis(50));
     };
     let rows = String::from_utf8_lossy(&listed.stdout).into_owned();
     assert!(rows.starts_with("TASK"), "{rows}");

@@ -5,6 +5,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+use common::wait::child_within;
+
 /// What a terminal shows for `screen`, row by row (trailing blanks cut):
 /// enough of a VT100 for the status line's sequences (save and restore
 /// the cursor, insert mode, delete characters, cursor left and right,
@@ -100,12 +103,10 @@ fn on_a_terminal(args: &str) -> Option<String> {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        assert!(start.elapsed() < Duration::from_secs(30), "did not exit");
-        // A real process is being waited on.
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    assert!(
+        child_within(&mut child, Duration::from_secs(30)).is_some(),
+        "did not exit"
+    );
     let out = child.wait_with_output().unwrap();
     Some(String::from_utf8_lossy(&out.stdout).into_owned())
 }
@@ -221,8 +222,14 @@ fn on_a_pty(cmd: &str, steps: &[(&str, &[u8], Duration)]) -> Option<(Option<i32>
         if let Some((wait_for, keys, pause)) = steps.get(next) {
             let text = String::from_utf8_lossy(&screen[seen_from..]).into_owned();
             if let Some(at) = text.find(wait_for) {
-                // A real process's pace (a stop that must outlast a budget).
-                std::thread::sleep(*pause);
+                // A real process's pace (a stop that must outlast a
+                // budget), reading the screen all along.
+                let resume = Instant::now() + *pause;
+                while let Some(left) = resume.checked_duration_since(Instant::now()) {
+                    if let Ok(bytes) = rx.recv_timeout(left) {
+                        screen.extend(bytes);
+                    }
+                }
                 stdin.write_all(keys).unwrap();
                 stdin.flush().unwrap();
                 seen_from += at + wait_for.len();

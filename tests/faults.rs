@@ -26,7 +26,8 @@ use serde_json::Value;
 use stallguard::sinks::process::{GroupSignal, KillOutcome, ProcessSink};
 
 mod common;
-use common::{events, stallguard, types};
+use common::wait::{child_within, exits_within, until, PidFd};
+use common::{events, stallguard, types, wait_bounded};
 use stallguard::{
     Action, Delivery, Event, EventKind, Guard, ManualClock, Outcome, Profile, RecordingSink, Sink,
     SinkError,
@@ -61,43 +62,6 @@ impl Drop for GroupKiller {
     }
 }
 
-/// Waits for `child` with a bound, killing it if the bound passes; its
-/// output is read as it comes, so a command that writes more than a pipe
-/// holds never blocks.
-fn wait_bounded(mut child: Child) -> Output {
-    fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
-        std::thread::spawn(move || {
-            let mut all = Vec::new();
-            if let Some(mut pipe) = pipe {
-                pipe.read_to_end(&mut all).unwrap();
-            }
-            all
-        })
-    }
-    let stdout = drain(child.stdout.take());
-    let stderr = drain(child.stderr.take());
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if start.elapsed() > BOUND {
-            let _ = child.kill();
-            let _ = child.wait();
-            // Not joining the readers: a leftover grandchild may hold the
-            // pipes open.
-            panic!("stallguard did not exit within {BOUND:?}");
-        }
-        // A real process is being waited on.
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    Output {
-        status,
-        stdout: stdout.join().unwrap(),
-        stderr: stderr.join().unwrap(),
-    }
-}
-
 /// R3.8, R8.3: exactly one `finished`, and it is the last line.
 fn assert_finished_last(evs: &[Value]) -> &Value {
     let t = types(evs);
@@ -107,21 +71,18 @@ fn assert_finished_last(evs: &[Value]) -> &Value {
     evs.last().unwrap()
 }
 
-/// Polls the events file until its `started` line shows the command's pid.
-fn started_pid(path: &Path) -> u32 {
-    let start = Instant::now();
-    loop {
-        if let Some(pid) = events(path)
+/// Looks at the events file until its `started` line shows the command's
+/// pid, waiting on stallguard's own process (`sg`) between looks.
+fn started_pid(path: &Path, sg: u32) -> u32 {
+    let started = || {
+        events(path)
             .iter()
             .find(|e| e["type"] == "started")
             .and_then(|e| e["pid"].as_u64())
-        {
-            return pid as u32;
-        }
-        assert!(start.elapsed() < BOUND, "no started event in {path:?}");
-        // A real process is being waited on.
-        std::thread::sleep(Duration::from_millis(10));
-    }
+            .map(|pid| pid as u32)
+    };
+    until(sg, BOUND, Duration::from_millis(10), started)
+        .unwrap_or_else(|| panic!("no started event in {path:?}"))
 }
 
 /// Live (non-zombie) members of process group `pgid`, read straight from
@@ -148,16 +109,19 @@ fn live_in_group(pgid: u32) -> Vec<u32> {
     found
 }
 
-/// Polls until group `pgid` has no live member, or the bound passes.
+/// Waits until group `pgid` has no live member, or the bound passes,
+/// on each remaining member's pidfd in turn.
 fn group_gone_within(pgid: u32, bound: Duration) -> Vec<u32> {
     let start = Instant::now();
     loop {
         let left = live_in_group(pgid);
-        if left.is_empty() || start.elapsed() > bound {
+        let time_left = bound.saturating_sub(start.elapsed());
+        if left.is_empty() || time_left.is_zero() {
             return left;
         }
-        // Real processes are being waited on.
-        std::thread::sleep(Duration::from_millis(20));
+        // A zombie member stays listed until reaped by its parent: look
+        // again at least every 20 ms.
+        exits_within(left[0], time_left.min(Duration::from_millis(20)));
     }
 }
 
@@ -187,8 +151,10 @@ fn wait_sampling_memory(mut child: Child) -> (std::process::ExitStatus, u64) {
             let _ = child.wait();
             panic!("stallguard did not exit within {:?}", BOUND * 2);
         }
-        // A real process is being waited on.
-        std::thread::sleep(Duration::from_millis(25));
+        // The sampling period: ends early when stallguard exits.
+        if let Some(fd) = PidFd::open(pid) {
+            fd.exited_within(Duration::from_millis(25));
+        }
     }
 }
 
@@ -236,30 +202,18 @@ fn spawn_group(script: &str) -> (Child, GroupKiller) {
     (child, killer)
 }
 
-/// Polls until process `pid` runs `name` (its `exec` happened, so any
+/// Waits until process `pid` runs `name` (its `exec` happened, so any
 /// `trap` before it is in force), or the bound passes.
 fn wait_exec(pid: u32, name: &str) {
-    let start = Instant::now();
-    while std::fs::read_to_string(format!("/proc/{pid}/comm")).map_or(true, |c| c.trim() != name) {
-        assert!(start.elapsed() < BOUND, "process {pid} never became {name}");
-        // A real process is being waited on.
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// Waits on a real child for up to `bound`.
-fn wait_child(child: &mut Child, bound: Duration) -> Option<std::process::ExitStatus> {
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return Some(status);
-        }
-        if start.elapsed() > bound {
-            return None;
-        }
-        // A real process is being waited on.
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let runs = || {
+        std::fs::read_to_string(format!("/proc/{pid}/comm"))
+            .is_ok_and(|c| c.trim() == name)
+            .then_some(())
+    };
+    assert!(
+        until(pid, BOUND, Duration::from_millis(5), runs).is_some(),
+        "process {pid} never became {name}"
+    );
 }
 
 // ------------------------------------------------------ the CLI, end to end
@@ -287,7 +241,7 @@ fn a_tree_ignoring_sigterm_is_killed_whole_after_the_grace_period() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    killer.set(started_pid(&ev));
+    killer.set(started_pid(&ev, child.id()));
     let out = wait_bounded(child);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(124), "{err}");
@@ -324,7 +278,7 @@ fn run_forking_command(killer: &mut GroupKiller) -> (Output, Vec<Value>, u32) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let pgid = started_pid(&ev);
+    let pgid = started_pid(&ev, child.id());
     killer.set(pgid);
     let out = wait_bounded(child);
     (out, events(&ev), pgid)
@@ -406,7 +360,7 @@ fn a_ten_second_output_flood_arrives_unaltered_in_flat_memory() {
         stderr_pipe.read_to_end(&mut s).unwrap();
         String::from_utf8_lossy(&s).into_owned()
     });
-    killer.set(started_pid(&ev));
+    killer.set(started_pid(&ev, child.id()));
     let (status, peak_kib) = wait_sampling_memory(child);
     let (received, mismatch) = stdout.join().unwrap();
     let err = stderr.join().unwrap();
@@ -458,7 +412,7 @@ fn one_gibibyte_line_without_a_newline_arrives_whole_in_bounded_memory() {
     let stdout = verify_stream(child.stdout.take().unwrap(), move |_, len| {
         a_run[..len].to_vec()
     });
-    killer.set(started_pid(&ev));
+    killer.set(started_pid(&ev, child.id()));
     let (status, peak_kib) = wait_sampling_memory(child);
     let (received, mismatch) = stdout.join().unwrap();
     eprintln!("1 GiB line: stallguard peaked at {peak_kib} KiB");
@@ -532,7 +486,7 @@ fn a_command_that_closes_stdout_is_still_waited_for() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    killer.set(started_pid(&ev));
+    killer.set(started_pid(&ev, child.id()));
     let out = wait_bounded(child);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(5), "{err}");
@@ -560,7 +514,7 @@ fn a_command_killed_from_outside_exits_137() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let pid = started_pid(&ev);
+    let pid = started_pid(&ev, child.id());
     killer.set(pid);
     // SAFETY: plain syscall on the command's pid, which is > 1 (checked).
     assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
@@ -752,7 +706,7 @@ fn panicking_failing_and_hanging_sinks_never_keep_the_kill_from_a_process() {
         .build();
     let profile = quiet(Duration::from_millis(300)).grace_period(Duration::from_millis(300));
     let task = guard.start_process("faulty", profile, pgid).unwrap();
-    let status = wait_child(&mut child, BOUND).expect("the process was never killed");
+    let status = child_within(&mut child, BOUND).expect("the process was never killed");
     assert_eq!(status.signal(), Some(libc::SIGKILL));
     task.finish(Outcome::Cancelled, status.code(), status.signal())
         .unwrap();

@@ -8,9 +8,12 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
+
+mod common;
+use common::wait::until;
 
 /// How long anything here may take on a loaded 2-core machine.
 const PATIENCE: Duration = Duration::from_secs(120);
@@ -85,18 +88,17 @@ fn query(port: u16, promql: &str) -> Option<f64> {
     one["value"][1].as_str()?.parse().ok()
 }
 
-/// Polls `promql` until it equals `want`, or panics naming the last value.
-fn wait_for(port: u16, promql: &str, want: f64) {
-    let start = Instant::now();
+/// Asks `promql` until it equals `want`, or panics naming the last value;
+/// between asks it waits on Prometheus' own process (`prom`).
+fn wait_for(prom: u32, port: u16, promql: &str, want: f64) {
     let mut last = None;
-    while start.elapsed() < PATIENCE {
+    let held = until(prom, PATIENCE, Duration::from_millis(250), || {
         last = query(port, promql);
-        if last == Some(want) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(250));
+        (last == Some(want)).then_some(())
+    });
+    if held.is_none() {
+        panic!("Prometheus never held {promql} = {want}; last answer {last:?}");
     }
-    panic!("Prometheus never held {promql} = {want}; last answer {last:?}");
 }
 
 // R6.8: a real Prometheus server scraping a real runner holds the stall
@@ -120,6 +122,7 @@ fn prometheus_scrapes_the_fleet_and_holds_its_numbers() {
         .stdout(Stdio::null())
         .spawn()
         .expect("start the fleet example");
+    let fleet_pid = fleet.id();
     let _fleet = Reaped(fleet);
 
     let config = dir.path().join("prometheus.yml");
@@ -143,26 +146,25 @@ fn prometheus_scrapes_the_fleet_and_holds_its_numbers() {
         .stderr(Stdio::null())
         .spawn()
         .expect("start prometheus");
+    let prom_pid = prom.id();
     let _prom = Reaped(prom);
 
     // The example writes its numbers once its turns are done.
-    let start = Instant::now();
-    let produced: Value = loop {
-        if let Ok(text) = std::fs::read_to_string(&report) {
-            if text.ends_with('\n') {
-                break serde_json::from_str(&text).expect("the report is JSON");
-            }
-        }
-        assert!(start.elapsed() < PATIENCE, "the fleet wrote no report");
-        std::thread::sleep(Duration::from_millis(100));
+    let written = || {
+        let text = std::fs::read_to_string(&report).ok()?;
+        text.ends_with('\n')
+            .then(|| serde_json::from_str::<Value>(&text).expect("the report is JSON"))
     };
+    let produced: Value = until(fleet_pid, PATIENCE, Duration::from_millis(100), written)
+        .expect("the fleet wrote no report");
     let stalls = produced["stalls"].as_u64().expect("stalls") as f64;
     assert!(stalls > 0.0, "the fleet must stall: {produced}");
 
-    wait_for(prom_port, "sum(stallguard_stalls_total)", stalls);
+    wait_for(prom_pid, prom_port, "sum(stallguard_stalls_total)", stalls);
     for state in ["working", "stalled", "cancelling"] {
         let want = produced["tasks"][state].as_u64().expect("state count") as f64;
         wait_for(
+            prom_pid,
             prom_port,
             &format!("sum(stallguard_tasks{{state=\"{state}\"}}) or vector(0)"),
             want,
@@ -170,11 +172,13 @@ fn prometheus_scrapes_the_fleet_and_holds_its_numbers() {
     }
     // Bounded labels: nothing Prometheus stored from the fleet has `task`.
     wait_for(
+        prom_pid,
         prom_port,
         "count({__name__=~\"stallguard_.+\", task!=\"\"}) or vector(0)",
         0.0,
     );
     wait_for(
+        prom_pid,
         prom_port,
         "count(count by (profile) (stallguard_stalls_total))",
         2.0,

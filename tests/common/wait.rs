@@ -85,3 +85,25 @@ pub fn until<T>(
         }
     }
 }
+
+/// Waits for `child` to exit within `bound`, on its pidfd; `None` when the
+/// bound passes first (the child is left running for the caller to kill).
+pub fn child_within(
+    child: &mut std::process::Child,
+    bound: Duration,
+) -> Option<std::process::ExitStatus> {
+    let watched = PidFd::open(child.id());
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        let left = bound.saturating_sub(start.elapsed());
+        if left.is_zero() {
+            return None;
+        }
+        if let Some(fd) = &watched {
+            fd.exited_within(left);
+        }
+    }
+}
