@@ -331,6 +331,15 @@ fn malformed_datagram_count_shows_under_dash_v() {
         .unwrap_or_else(|| panic!("no malformed count under -v: {err}"));
     assert!(line.contains("datagrams=4"), "{line}");
     assert!(line.contains("malformed=3"), "{line}");
+    // R10.6: by reason, from the task, under the `notify.` keys.
+    let line = err
+        .lines()
+        .find(|l| l.contains("inputs refused"))
+        .unwrap_or_else(|| panic!("no refusal summary under -v: {err}"));
+    assert!(
+        line.contains("notify.empty 1, notify.no_assignment 1, notify.not_text 1"),
+        "{line}"
+    );
 }
 
 // R8.5, R8.6, R7.2: `leak-timeout` and `on-leftover` are config keys too
@@ -486,7 +495,7 @@ fn describe_shows_malformed_datagram_counts() {
             &["describe", "--socket", sock.to_str().unwrap()],
         );
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        if dir.path().join("sent").exists() && text.contains("notify_bad_value 2") {
+        if dir.path().join("sent").exists() && text.contains("notify.bad_value 2") {
             break text;
         }
         if start.elapsed() > BOUND {
@@ -499,6 +508,6 @@ fn describe_shows_malformed_datagram_counts() {
     let out = wait_bounded(child);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let line = text.lines().find(|l| l.contains("refused")).unwrap();
-    assert!(line.contains("notify_no_assignment 1"), "{line}");
-    assert!(line.contains("notify_bad_value 2"), "{line}");
+    assert!(line.contains("notify.no_assignment 1"), "{line}");
+    assert!(line.contains("notify.bad_value 2"), "{line}");
 }

@@ -251,7 +251,14 @@ fn duplicate_and_unknown_ids_are_refused_not_panics() {
     let (_guard, _rec, task) = setup();
     let mut stream = AgentStream::new(Format::Gemini, task.recorder());
     stream.feed(b"{\"type\":\"tool_use\",\"tool_id\":\"a\",\"tool_name\":\"grep\"}\n{\"type\":\"tool_use\",\"tool_id\":\"a\",\"tool_name\":\"grep\"}\n{\"type\":\"tool_result\",\"tool_id\":\"zz\",\"status\":\"success\"}\n{\"type\":\"tool_use\",\"tool_id\":\"\",\"tool_name\":\"grep\"}\n");
-    assert_eq!(stream.counts().refused, 3);
+    // R10.6: each refusal is counted on the task, by namespaced key.
+    let refused = task.status().unwrap().refused;
+    let want = [
+        ("tools.already_in_flight", 1),
+        ("tools.empty_id", 1),
+        ("tools.unknown_call", 1),
+    ];
+    assert_eq!(refused.into_iter().collect::<Vec<_>>(), want);
     assert_eq!(stream.in_flight(), 1);
 }
 
@@ -270,7 +277,7 @@ fn the_stream_and_the_recorder_share_the_cores_one_set_of_calls() {
     let long = "x".repeat(watchdog_core::MAX_CALL_ID + 1);
     let line = format!("{{\"type\":\"tool_use\",\"tool_id\":\"{long}\",\"tool_name\":\"grep\"}}\n");
     stream.feed(line.as_bytes());
-    assert_eq!(stream.counts().refused, 1);
+    assert_eq!(task.status().unwrap().refused["tools.too_long"], 1);
     assert_eq!(task.calls_in_flight(), 0);
 }
 

@@ -561,7 +561,12 @@ fn malformed_input_is_a_counted_typed_rejection() {
     ] {
         assert_eq!(o.feed(chunk), Err(expected), "{chunk}");
     }
-    assert_eq!(o.tracker().rejections().total(), 11);
+    // R10.6: counted once, on the task: both adapters' refusals together.
+    assert_eq!(o.tracker().rejections().total(), n as u64 - 1 + 11);
+    assert_eq!(
+        task.status().unwrap().refused.values().sum::<u64>(),
+        n as u64 - 1 + 11
+    );
 }
 
 #[test]

@@ -436,6 +436,7 @@ impl Run {
             .settle(&mut incoming),
         );
         super::logging::notify_summary(_notify_socket.as_ref());
+        super::logging::refused_summary(task.status().as_ref());
         console.clear_status();
 
         let code = match status {

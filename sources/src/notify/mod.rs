@@ -7,10 +7,11 @@
 //! blocked (R6.3). What the datagrams mean lives in [`Notification`]; what the
 //! socket counted lives in [`NotifyStats`].
 
+mod protocol;
+mod serve;
+
 use std::fmt;
 use std::io;
-use std::io::IoSliceMut;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
@@ -19,9 +20,11 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags, UnixAddr};
 use parking_lot::{Condvar, Mutex};
 use watchdog_core::Recorder;
+
+pub use protocol::{Malformed, Notification};
+use serve::serve;
 
 /// The largest datagram accepted, in bytes: systemd's own limit (`PIPE_BUF`).
 pub const MAX_DATAGRAM: usize = 4096;
@@ -31,203 +34,6 @@ pub const MAX_STATUS: usize = 256;
 
 /// The reason given to the task when a client sends `WATCHDOG=trigger`.
 pub const TRIGGER_REASON: &str = "WATCHDOG=trigger";
-
-/// Linux refuses to pass more than this many descriptors in one message
-/// (`SCM_MAX_FD`), so a control buffer this large is never truncated and
-/// every descriptor a client sends reaches us, to be closed.
-const SCM_MAX_FD: usize = 253;
-
-/// One assignment of the notify protocol, as understood by the socket.
-///
-/// # Examples
-///
-/// ```
-/// use std::time::Duration;
-/// use stallguard_sources::notify::{Malformed, Notification};
-///
-/// let parsed = Notification::parse_datagram(b"WATCHDOG=1\nEXTEND_TIMEOUT_USEC=oops\n").unwrap();
-/// assert_eq!(parsed, [Ok(Notification::Heartbeat), Err(Malformed::BadValue)]);
-/// assert_eq!(
-///     Notification::parse_line("EXTEND_TIMEOUT_USEC=1500000"),
-///     Ok(Notification::Extend(Duration::from_millis(1500)))
-/// );
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Notification {
-    /// `WATCHDOG=1`: a heartbeat (R2.5, R5.4).
-    Heartbeat,
-    /// `WATCHDOG=trigger`: the task reports its own fault (R2.10).
-    Trigger,
-    /// `EXTEND_TIMEOUT_USEC=N`: extend the deadline by N µs from now (R2.9).
-    Extend(Duration),
-    /// `STATUS=text`: the task's last step.
-    Status(String),
-    /// `READY=1`: startup is over (R2.3).
-    Ready,
-    /// `BARRIER=1`: the client waits until its passed descriptor is closed.
-    Barrier,
-    /// Any other well-formed key (`MAINPID`, `RELOADING`, …): ignored.
-    Other(String),
-}
-
-/// Why a datagram, or one assignment in it, was ignored.
-///
-/// # Examples
-///
-/// ```
-/// use stallguard_sources::notify::{Malformed, Notification};
-///
-/// assert_eq!(Notification::parse_datagram(b"\xff\xfe"), Err(Malformed::NotText));
-/// assert_eq!(Malformed::NotText.to_string(), "datagram is not UTF-8 text");
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
-#[non_exhaustive]
-pub enum Malformed {
-    /// The datagram is not UTF-8, or holds a NUL byte.
-    #[error("datagram is not UTF-8 text")]
-    NotText,
-    /// The datagram is longer than [`MAX_DATAGRAM`].
-    #[error("datagram is longer than 4096 bytes")]
-    Oversize,
-    /// The datagram holds no assignment at all.
-    #[error("datagram is empty")]
-    Empty,
-    /// A line has no `=`, or nothing before it.
-    #[error("line is not a KEY=VALUE assignment")]
-    NoAssignment,
-    /// A known key with a value it cannot take (`WATCHDOG=2`, a bad number).
-    #[error("value is not valid for its key")]
-    BadValue,
-    /// The kernel truncated the passed descriptors (cannot happen on Linux,
-    /// see `SCM_MAX_FD`); counted so it would not go unnoticed.
-    #[error("passed file descriptors were truncated")]
-    ControlTruncated,
-}
-
-impl Malformed {
-    /// Returns the reason as the task's status counts it (`refused`, shown
-    /// by `describe`): `notify_` and the reason in snake case (R8.7).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stallguard_sources::notify::Malformed;
-    /// assert_eq!(Malformed::BadValue.status_key(), "notify_bad_value");
-    /// ```
-    pub const fn status_key(self) -> &'static str {
-        match self {
-            Malformed::NotText => "notify_not_text",
-            Malformed::Oversize => "notify_oversize",
-            Malformed::Empty => "notify_empty",
-            Malformed::NoAssignment => "notify_no_assignment",
-            Malformed::BadValue => "notify_bad_value",
-            Malformed::ControlTruncated => "notify_control_truncated",
-        }
-    }
-}
-
-impl Notification {
-    /// Parses one datagram into its assignments, one result per non-empty
-    /// line; a datagram that is not text or holds nothing is refused whole.
-    pub fn parse_datagram(
-        datagram: &[u8],
-    ) -> Result<Vec<Result<Notification, Malformed>>, Malformed> {
-        if datagram.len() > MAX_DATAGRAM {
-            return Err(Malformed::Oversize);
-        }
-        let text = std::str::from_utf8(datagram).map_err(|_| Malformed::NotText)?;
-        if text.contains('\0') {
-            return Err(Malformed::NotText);
-        }
-        let parsed: Vec<_> = text
-            .split('\n')
-            .filter(|line| !line.is_empty())
-            .map(Notification::parse_line)
-            .collect();
-        if parsed.is_empty() {
-            return Err(Malformed::Empty);
-        }
-        Ok(parsed)
-    }
-
-    /// Parses one `KEY=VALUE` line.
-    pub fn parse_line(line: &str) -> Result<Notification, Malformed> {
-        let Some((key, value)) = line.split_once('=') else {
-            return Err(Malformed::NoAssignment);
-        };
-        match (key, value) {
-            ("", _) => Err(Malformed::NoAssignment),
-            ("WATCHDOG", "1") => Ok(Notification::Heartbeat),
-            ("WATCHDOG", "trigger") => Ok(Notification::Trigger),
-            ("READY", "1") => Ok(Notification::Ready),
-            ("BARRIER", "1") => Ok(Notification::Barrier),
-            ("WATCHDOG" | "READY" | "BARRIER", _) => Err(Malformed::BadValue),
-            ("EXTEND_TIMEOUT_USEC", n) => n
-                .parse::<u64>()
-                .map(|us| Notification::Extend(Duration::from_micros(us)))
-                .map_err(|_| Malformed::BadValue),
-            ("STATUS", text) => Ok(Notification::Status(bounded_status(text))),
-            (other, _) => Ok(Notification::Other(other.to_owned())),
-        }
-    }
-}
-
-/// Cuts a status to [`MAX_STATUS`] bytes on a character boundary and blanks
-/// control characters: it ends up in a one-line stderr message (R8.1), where
-/// a client's escape sequences have no business.
-fn bounded_status(text: &str) -> String {
-    let mut end = text.len().min(MAX_STATUS);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text[..end]
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
-}
-
-/// Malformed input seen by a socket, by reason.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct MalformedCounts {
-    /// Datagrams that were not UTF-8 text.
-    pub not_text: u64,
-    /// Datagrams longer than [`MAX_DATAGRAM`].
-    pub oversize: u64,
-    /// Datagrams with no assignment.
-    pub empty: u64,
-    /// Lines that were not `KEY=VALUE`.
-    pub no_assignment: u64,
-    /// Known keys with values they cannot take.
-    pub bad_value: u64,
-    /// Datagrams whose passed descriptors were truncated.
-    pub control_truncated: u64,
-}
-
-impl MalformedCounts {
-    /// Returns the number of malformed datagrams and lines, all reasons.
-    pub fn total(&self) -> u64 {
-        self.not_text
-            + self.oversize
-            + self.empty
-            + self.no_assignment
-            + self.bad_value
-            + self.control_truncated
-    }
-
-    fn count(&mut self, reason: Malformed) {
-        let slot = match reason {
-            Malformed::NotText => &mut self.not_text,
-            Malformed::Oversize => &mut self.oversize,
-            Malformed::Empty => &mut self.empty,
-            Malformed::NoAssignment => &mut self.no_assignment,
-            Malformed::BadValue => &mut self.bad_value,
-            Malformed::ControlTruncated => &mut self.control_truncated,
-        };
-        *slot += 1;
-    }
-}
 
 /// What a [`NotifySocket`] has received so far.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -253,8 +59,10 @@ pub struct NotifyStats {
     pub fds_closed: u64,
     /// Well-formed assignments with a key the socket does not use.
     pub ignored: u64,
-    /// Malformed datagrams and lines, by reason.
-    pub malformed: MalformedCounts,
+    /// Malformed datagrams and lines, all reasons; the task counts them by
+    /// reason (`notify.` keys, R10.6), read back by
+    /// [`NotifySocket::malformed_by_reason`].
+    pub malformed: u64,
 }
 
 /// Why a notify socket could not be set up.
@@ -329,6 +137,8 @@ struct Shared {
 /// ```
 pub struct NotifySocket {
     path: PathBuf,
+    /// The task served, for the refusals it counted.
+    recorder: Recorder,
     /// A directory this socket created for itself, removed on drop.
     own_dir: Option<PathBuf>,
     shared: Arc<Shared>,
@@ -441,12 +251,14 @@ impl NotifySocket {
             changed: Condvar::new(),
         });
         let served = Arc::clone(&shared);
+        let serving = recorder.clone();
         let thread = std::thread::Builder::new()
             .name("stallguard-notify".into())
-            .spawn(move || serve(&socket, &woken, &served, &recorder))
+            .spawn(move || serve(&socket, &woken, &served, &serving))
             .map_err(fail)?;
         Ok(NotifySocket {
             path,
+            recorder,
             own_dir,
             shared,
             wake,
@@ -475,9 +287,33 @@ impl NotifySocket {
     }
 
     /// Returns the number of malformed datagrams and lines ignored, all
-    /// reasons together; [`NotifySocket::stats`] has them by reason.
+    /// reasons together.
     pub fn malformed(&self) -> u64 {
-        self.stats().malformed.total()
+        self.stats().malformed
+    }
+
+    /// Returns the task's `notify.` refusals by key (R10.6): what every
+    /// notify socket of the task turned away, by reason; empty once the
+    /// task finished.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::unix::net::UnixDatagram;
+    /// use std::time::Duration;
+    /// use stallguard_sources::notify::NotifySocket;
+    /// use watchdog_core::{Guard, ManualClock, Profile};
+    ///
+    /// let guard = Guard::builder().clock(ManualClock::new()).build();
+    /// let task = guard.start("daemon", Profile::default()).unwrap();
+    /// let socket = NotifySocket::bind_temp(task.recorder()).unwrap();
+    /// UnixDatagram::unbound().unwrap().send_to(b"WATCHDOG=2", socket.path()).unwrap();
+    /// assert!(socket.wait_for_datagrams(1, Duration::from_secs(10)));
+    /// assert_eq!(socket.malformed_by_reason()["notify.bad_value"], 1);
+    /// assert_eq!(task.status().unwrap().refused["notify.bad_value"], 1);
+    /// ```
+    pub fn malformed_by_reason(&self) -> std::collections::BTreeMap<&'static str, u64> {
+        crate::refusal::refusals(&self.recorder, "notify")
     }
 
     /// Blocks until at least `n` datagrams have been handled, or `timeout`
@@ -545,7 +381,6 @@ fn private_dir(parent: &Path) -> Result<PathBuf, NotifyError> {
     })
 }
 
-/// The serving loop: wait for a datagram or the stop byte, never spinning.
 /// Binds `path` and makes it owner-only; on failure removes what it made.
 fn bind_private(path: &Path, own_dir: Option<&Path>) -> Result<UnixDatagram, NotifyError> {
     let cleanup_dir = |e| {
@@ -597,180 +432,4 @@ impl Drop for PendingNotifySocket {
             let _ = std::fs::remove_file(&self.path);
         }
     }
-}
-
-fn serve(socket: &UnixDatagram, woken: &UnixDatagram, shared: &Shared, recorder: &Recorder) {
-    let mut buf = vec![0u8; MAX_DATAGRAM];
-    let mut cmsg = nix::cmsg_space!([RawFd; SCM_MAX_FD], libc::ucred);
-    loop {
-        let mut fds = [
-            libc::pollfd {
-                fd: socket.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: woken.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-        ];
-        // SAFETY: `fds` is a valid array of two pollfd for the whole call.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
-        if n < 0 {
-            let err = io::Error::last_os_error();
-            if err.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            tracing::error!(error = %err, "notify socket: poll failed, no longer serving");
-            return;
-        }
-        if fds[1].revents != 0 {
-            return;
-        }
-        if fds[0].revents != 0 {
-            receive_one(socket, &mut buf, &mut cmsg, shared, recorder);
-        }
-    }
-}
-
-/// Receives and handles one datagram, closing every descriptor it carried.
-fn receive_one(
-    socket: &UnixDatagram,
-    buf: &mut [u8],
-    cmsg: &mut [u8],
-    shared: &Shared,
-    recorder: &Recorder,
-) {
-    let (bytes, flags, passed) = {
-        let mut iov = [IoSliceMut::new(buf)];
-        let msg = match recvmsg::<UnixAddr>(
-            socket.as_raw_fd(),
-            &mut iov,
-            Some(&mut *cmsg),
-            MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_CMSG_CLOEXEC,
-        ) {
-            Ok(msg) => msg,
-            Err(nix::errno::Errno::EAGAIN | nix::errno::Errno::EINTR) => return,
-            Err(e) => {
-                tracing::warn!(error = %e, "notify socket: receive failed");
-                return;
-            }
-        };
-        let mut passed = Vec::new();
-        if let Ok(cmsgs) = msg.cmsgs() {
-            for c in cmsgs {
-                if let ControlMessageOwned::ScmRights(fds) = c {
-                    // SAFETY: the kernel just installed these descriptors in
-                    // this process for us alone; owning them closes them.
-                    passed.extend(
-                        fds.into_iter()
-                            .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }),
-                    );
-                }
-            }
-        }
-        (msg.bytes, msg.flags, passed)
-    };
-
-    let mut tally = NotifyStats {
-        datagrams: 1,
-        ..NotifyStats::default()
-    };
-    if flags.contains(MsgFlags::MSG_CTRUNC) {
-        refuse(recorder, &mut tally, Malformed::ControlTruncated);
-        tracing::error!("notify socket: passed descriptors were truncated");
-    }
-    let parsed = if flags.contains(MsgFlags::MSG_TRUNC) {
-        Err(Malformed::Oversize)
-    } else {
-        Notification::parse_datagram(&buf[..bytes])
-    };
-    match parsed {
-        Ok(lines) => {
-            for line in lines {
-                match line {
-                    Ok(n) => apply(n, recorder, &mut tally),
-                    Err(reason) => {
-                        tracing::debug!(%reason, "notify socket: malformed assignment ignored");
-                        refuse(recorder, &mut tally, reason);
-                    }
-                }
-            }
-        }
-        Err(reason) => {
-            tracing::debug!(%reason, bytes, "notify socket: malformed datagram ignored");
-            refuse(recorder, &mut tally, reason);
-        }
-    }
-    // Closed only now, after the assignments took effect and were counted:
-    // a client released from its barrier may rely on everything it sent
-    // before being seen, in the task and in `stats()` alike.
-    tally.fds_closed = passed.len() as u64;
-    let mut stats = shared.stats.lock();
-    merge(&mut stats, &tally);
-    drop(stats);
-    drop(passed);
-    shared.changed.notify_all();
-}
-
-/// Counts a malformed datagram or line in the socket's stats and on the
-/// task, where `describe` shows it (R8.7).
-fn refuse(recorder: &Recorder, tally: &mut NotifyStats, reason: Malformed) {
-    tally.malformed.count(reason);
-    recorder.refused(reason.status_key());
-}
-
-fn apply(n: Notification, recorder: &Recorder, tally: &mut NotifyStats) {
-    match n {
-        Notification::Heartbeat => {
-            recorder.heartbeat();
-            tally.heartbeats += 1;
-        }
-        Notification::Trigger => {
-            tally.triggers += 1;
-            if let Err(e) = recorder.trigger(TRIGGER_REASON) {
-                tracing::debug!(error = %e, "notify socket: WATCHDOG=trigger not taken");
-            }
-        }
-        Notification::Extend(by) => match recorder.extend(by) {
-            Ok(_) => tally.extensions += 1,
-            Err(e) => {
-                tally.extensions_refused += 1;
-                tracing::warn!(error = %e, "notify socket: EXTEND_TIMEOUT_USEC refused");
-            }
-        },
-        Notification::Status(text) => {
-            if !text.is_empty() {
-                recorder.set_step(text);
-            }
-            tally.statuses += 1;
-        }
-        Notification::Ready => {
-            recorder.ready();
-            tally.readies += 1;
-        }
-        Notification::Barrier => tally.barriers += 1,
-        Notification::Other(_) => tally.ignored += 1,
-    }
-}
-
-fn merge(into: &mut NotifyStats, from: &NotifyStats) {
-    into.datagrams += from.datagrams;
-    into.heartbeats += from.heartbeats;
-    into.triggers += from.triggers;
-    into.extensions += from.extensions;
-    into.extensions_refused += from.extensions_refused;
-    into.statuses += from.statuses;
-    into.readies += from.readies;
-    into.barriers += from.barriers;
-    into.fds_closed += from.fds_closed;
-    into.ignored += from.ignored;
-    let (m, f) = (&mut into.malformed, &from.malformed);
-    m.not_text += f.not_text;
-    m.oversize += f.oversize;
-    m.empty += f.empty;
-    m.no_assignment += f.no_assignment;
-    m.bad_value += f.bad_value;
-    m.control_truncated += f.control_truncated;
 }
