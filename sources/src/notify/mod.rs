@@ -12,10 +12,9 @@ mod serve;
 
 use std::fmt;
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -86,14 +85,10 @@ pub enum NotifyError {
         /// The OS error.
         source: io::Error,
     },
-    /// Creating the private directory for the socket failed.
-    #[error("cannot create a private directory for the notify socket under {}: {source}", parent.display())]
-    TempDir {
-        /// The parent directory tried.
-        parent: PathBuf,
-        /// The OS error.
-        source: io::Error,
-    },
+    /// Creating the private directory for the socket failed, or what was
+    /// made is not a 0700 directory of this user.
+    #[error("notify socket: {0}")]
+    TempDir(#[source] watchdog_core::sys::PrivateDirError),
     /// Starting the serving thread failed.
     #[error("cannot start the notify socket thread: {0}")]
     Thread(io::Error),
@@ -354,31 +349,10 @@ impl Drop for NotifySocket {
     }
 }
 
-/// Makes a fresh directory only its owner can enter.
+/// Makes a fresh directory only its owner can enter, with the core's one
+/// helper (R10.6): created 0700, checked a directory of this user.
 fn private_dir(parent: &Path) -> Result<PathBuf, NotifyError> {
-    static SEQ: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let mut last = None;
-    for _ in 0..16 {
-        let seq = SEQ.fetch_add(1, Ordering::Relaxed);
-        let dir = parent.join(format!("sg-{}-{seq}-{nanos:x}", std::process::id()));
-        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-            Ok(()) => return Ok(dir),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
-            Err(source) => {
-                return Err(NotifyError::TempDir {
-                    parent: parent.to_path_buf(),
-                    source,
-                })
-            }
-        }
-    }
-    Err(NotifyError::TempDir {
-        parent: parent.to_path_buf(),
-        source: last.unwrap_or_else(|| io::Error::from(io::ErrorKind::AlreadyExists)),
-    })
+    watchdog_core::sys::private_dir(parent, "sg-").map_err(NotifyError::TempDir)
 }
 
 /// Binds `path` and makes it owner-only; on failure removes what it made.
