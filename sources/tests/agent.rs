@@ -324,3 +324,29 @@ fn control_bytes_in_a_tool_name_never_reach_the_status() {
     stream.feed(b"{\"type\":\"tool_use\",\"tool_id\":\"a\",\"tool_name\":\"x\\u001b[2Jy\"}\n");
     assert_eq!(task.last_call().unwrap().name, "x?[2Jy");
 }
+
+// R10.6, R5.6: the task reports the stream could not apply to the
+// background record are counted on the task under `background.` keys (they
+// used to be a private `background_skipped` count no status showed); a
+// good launch and its end count nothing.
+#[test]
+fn background_reports_not_applied_are_counted_on_the_task() {
+    let (_guard, _rec, task) = setup();
+    let mut stream = AgentStream::new(Format::ClaudeCode, task.recorder());
+    stream.feed(br#"{"type":"system","subtype":"task_started","task_id":"b0","tool_use_id":"toolu_0","task_type":"local_bash","is_backgrounded":true}
+{"type":"system","subtype":"task_notification","task_id":"b0","tool_use_id":"toolu_0","status":"completed"}
+{"type":"system","subtype":"task_started","task_id":"b1","task_type":"local_bash","is_backgrounded":true}
+{"type":"system","subtype":"task_started","task_id":"b2","tool_use_id":"toolu_2","is_backgrounded":true,"parent_tool_use_id":"toolu_task"}
+{"type":"system","subtype":"task_notification","task_id":"zz","tool_use_id":"toolu_9","status":"completed"}
+"#);
+    let refused: Vec<_> = task.status().unwrap().refused.into_iter().collect();
+    assert_eq!(
+        refused,
+        [
+            ("background.no_launch", 1),
+            ("background.subagent_launch", 1),
+            ("background.unknown_task", 1),
+        ]
+    );
+    assert!(stream.background().is_empty());
+}
