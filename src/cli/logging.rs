@@ -57,13 +57,13 @@ pub(crate) fn refused_summary(status: Option<&stallguard::TaskStatus>) {
 /// [`refused_summary`]), so a client that speaks the protocol wrong is seen
 /// under `-v`.
 pub(crate) fn notify_summary(socket: Option<&stallguard::sources::notify::NotifySocket>) {
-    let Some(stats) = socket.map(|s| s.stats()) else {
+    let Some((stats, malformed)) = socket.map(|s| (s.stats(), s.malformed())) else {
         return;
     };
-    if stats.malformed > 0 {
+    if malformed > 0 {
         tracing::warn!(
             datagrams = stats.datagrams,
-            malformed = stats.malformed,
+            malformed,
             "notify socket: malformed datagrams ignored"
         );
     } else if stats.datagrams > 0 {

@@ -58,10 +58,6 @@ pub struct NotifyStats {
     pub fds_closed: u64,
     /// Well-formed assignments with a key the socket does not use.
     pub ignored: u64,
-    /// Malformed datagrams and lines, all reasons; the task counts them by
-    /// reason (`notify.` keys, R10.6), read back by
-    /// [`NotifySocket::malformed_by_reason`].
-    pub malformed: u64,
 }
 
 /// Why a notify socket could not be set up.
@@ -107,8 +103,9 @@ struct Shared {
 /// status and readiness. Every file descriptor a client passes is closed at
 /// once, after the datagram's assignments were applied, so a client waiting
 /// on `BARRIER=1` is released and knows its earlier datagrams were seen.
-/// Malformed datagrams are counted and ignored. Dropping the socket stops its
-/// thread and removes the socket file (and the directory it made, if any).
+/// Malformed datagrams are counted on the task (`notify.` keys, R10.6) and
+/// ignored. Dropping the socket stops its thread and removes the socket
+/// file (and the directory it made, if any).
 ///
 /// # Examples
 ///
@@ -281,10 +278,14 @@ impl NotifySocket {
         self.stats().heartbeats
     }
 
-    /// Returns the number of malformed datagrams and lines ignored, all
-    /// reasons together.
+    /// Returns the number of malformed datagrams and lines the task
+    /// counted, all reasons together (R10.6: the task's `notify.` keys,
+    /// which [`NotifySocket::malformed_by_reason`] gives by reason; 0 once
+    /// the task finished). Each is counted before its datagram is in
+    /// [`NotifySocket::stats`], so after [`NotifySocket::wait_for_datagrams`]
+    /// it is there.
     pub fn malformed(&self) -> u64 {
-        self.stats().malformed
+        self.malformed_by_reason().values().sum()
     }
 
     /// Returns the task's `notify.` refusals by key (R10.6): what every

@@ -101,7 +101,7 @@ fn receive_one(
         ..NotifyStats::default()
     };
     if flags.contains(MsgFlags::MSG_CTRUNC) {
-        refuse(recorder, &mut tally, Malformed::ControlTruncated);
+        refuse(recorder, Malformed::ControlTruncated);
         tracing::error!("notify socket: passed descriptors were truncated");
     }
     let parsed = if flags.contains(MsgFlags::MSG_TRUNC) {
@@ -116,14 +116,14 @@ fn receive_one(
                     Ok(n) => apply(n, recorder, &mut tally),
                     Err(reason) => {
                         tracing::debug!(%reason, "notify socket: malformed assignment ignored");
-                        refuse(recorder, &mut tally, reason);
+                        refuse(recorder, reason);
                     }
                 }
             }
         }
         Err(reason) => {
             tracing::debug!(%reason, bytes, "notify socket: malformed datagram ignored");
-            refuse(recorder, &mut tally, reason);
+            refuse(recorder, reason);
         }
     }
     // Closed only now, after the assignments took effect and were counted:
@@ -138,10 +138,8 @@ fn receive_one(
 }
 
 /// Counts a malformed datagram or line on the task, where `describe`
-/// shows it (R8.7), and in the socket's total (R10.6: the one count, by
-/// reason, is the task's).
-fn refuse(recorder: &Recorder, tally: &mut NotifyStats, reason: Malformed) {
-    tally.malformed += 1;
+/// shows it (R8.7): the one count, by reason (R10.6).
+fn refuse(recorder: &Recorder, reason: Malformed) {
     crate::refusal::refuse(recorder, reason);
 }
 
@@ -190,5 +188,4 @@ fn merge(into: &mut NotifyStats, from: &NotifyStats) {
     into.barriers += from.barriers;
     into.fds_closed += from.fds_closed;
     into.ignored += from.ignored;
-    into.malformed += from.malformed;
 }
