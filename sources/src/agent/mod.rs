@@ -501,7 +501,7 @@ impl AgentStream {
                 self.finished(id, outcome);
             }
             AgentEvent::Partial(event) => {
-                // Rejections are counted by the adapter's tracker.
+                // Rejections are counted on the task by the adapter (`args.`).
                 let _ = self.partial.feed_value(event);
             }
             AgentEvent::Text | AgentEvent::Other => {}

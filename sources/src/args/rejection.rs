@@ -7,7 +7,8 @@ use watchdog_core::Recorder;
 
 use crate::refusal::{refusals, Refusal};
 
-/// Why an event did not renew the task; every rejection is counted.
+/// Why an event did not renew the task; every rejection is counted on the
+/// task under `args.` and the reason (R10.6).
 ///
 /// The first group is the tracker's own rules (R5.2); the second is what
 /// the stream adapters refuse before the rules apply (malformed input).
@@ -77,7 +78,7 @@ pub enum Rejection {
 }
 
 impl Rejection {
-    /// Every reason, in counter order.
+    /// Every reason, in declaration order.
     pub const ALL: [Rejection; 16] = [
         Rejection::NegativeTimestamp,
         Rejection::StaleTimestamp,
