@@ -251,3 +251,29 @@ fn check_shows_each_profiles_stream_format() {
         "{text}"
     );
 }
+
+// R10.6, R8.7: what the agent stream refuses (an empty call id, a result
+// for a call never started) is counted on the task under `tools.` keys and
+// shown, by key, at the end of a `-v` run; without `-v`, nothing.
+#[test]
+fn stream_refusals_are_counted_on_the_task_and_shown_under_dash_v() {
+    let script = r#"printf '%s\n' '{"type":"tool_use","tool_id":"","tool_name":"grep"}' '{"type":"tool_result","tool_id":"never","status":"success"}' '{"type":"result","status":"success"}'"#;
+    let (loud, _dir) = run_replay("", &["-v", "--stream", "gemini"], script);
+    assert_eq!(loud.status.code(), Some(0), "{}", stderr(&loud));
+    let err = stderr(&loud);
+    let line = err
+        .lines()
+        .find(|l| l.contains("inputs refused"))
+        .unwrap_or_else(|| panic!("no refusal summary under -v: {err}"));
+    assert!(
+        line.contains("tools.empty_id 1, tools.unknown_call 1"),
+        "{line}"
+    );
+    let (quiet, _dir) = run_replay("", &["--stream", "gemini"], script);
+    assert_eq!(quiet.status.code(), Some(0), "{}", stderr(&quiet));
+    assert!(
+        !stderr(&quiet).contains("inputs refused"),
+        "{}",
+        stderr(&quiet)
+    );
+}

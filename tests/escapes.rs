@@ -328,6 +328,15 @@ fn malformed_datagram_count_shows_under_dash_v() {
         .unwrap_or_else(|| panic!("no malformed count under -v: {err}"));
     assert!(line.contains("datagrams=4"), "{line}");
     assert!(line.contains("malformed=3"), "{line}");
+    // R10.6: by reason, from the task, under the `notify.` keys.
+    let line = err
+        .lines()
+        .find(|l| l.contains("inputs refused"))
+        .unwrap_or_else(|| panic!("no refusal summary under -v: {err}"));
+    assert!(
+        line.contains("notify.empty 1, notify.no_assignment 1, notify.not_text 1"),
+        "{line}"
+    );
 }
 
 // R8.5, R8.6, R7.2: `leak-timeout` and `on-leftover` are config keys too
@@ -485,7 +494,7 @@ fn describe_shows_malformed_datagram_counts() {
             &["describe", "--socket", sock.to_str().unwrap()],
         );
         last = String::from_utf8_lossy(&out.stdout).into_owned();
-        (dir.path().join("sent").exists() && last.contains("notify_bad_value 2"))
+        (dir.path().join("sent").exists() && last.contains("notify.bad_value 2"))
             .then(|| last.clone())
     });
     let Some(text) = shown else {
@@ -496,6 +505,6 @@ fn describe_shows_malformed_datagram_counts() {
     let out = wait_bounded(child);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let line = text.lines().find(|l| l.contains("refused")).unwrap();
-    assert!(line.contains("notify_no_assignment 1"), "{line}");
-    assert!(line.contains("notify_bad_value 2"), "{line}");
+    assert!(line.contains("notify.no_assignment 1"), "{line}");
+    assert!(line.contains("notify.bad_value 2"), "{line}");
 }

@@ -24,6 +24,7 @@ use stallguard::sinks::control::{client, ControlServer};
 use stallguard::sources::notify::{
     Malformed, Notification, NotifySocket, MAX_DATAGRAM, MAX_STATUS,
 };
+use stallguard::sources::Refusal;
 use stallguard::{Guard, ManualClock, Profile};
 
 const ORIGIN: &str = "hostile.toml";
@@ -356,11 +357,18 @@ fn near_valid_datagram() -> impl Strategy<Value = Vec<u8>> {
 }
 
 /// How many malformed counts the socket should add for one datagram.
-fn expected_malformed(datagram: &[u8]) -> u64 {
-    match Notification::parse_datagram(datagram) {
-        Err(_) => 1,
-        Ok(lines) => lines.iter().filter(|l| l.is_err()).count() as u64,
+/// The refusals the parser finds in `datagram`, by the key the task counts
+/// them under (R10.6).
+fn expected_malformed(datagram: &[u8]) -> std::collections::BTreeMap<&'static str, u64> {
+    let mut keys = std::collections::BTreeMap::new();
+    let reasons = match Notification::parse_datagram(datagram) {
+        Err(reason) => vec![reason],
+        Ok(lines) => lines.into_iter().filter_map(Result::err).collect(),
+    };
+    for reason in reasons {
+        *keys.entry(reason.key()).or_default() += 1;
     }
+    keys
 }
 
 fn datagrams() -> impl Strategy<Value = Vec<u8>> {
@@ -412,6 +420,7 @@ fn a_real_notify_socket_counts_malformed_datagrams_and_keeps_serving() {
     runner
         .run(&datagrams(), |datagram| {
             let before = socket.stats();
+            let refused_before = socket.malformed_by_reason();
             client
                 .send_to(&datagram, socket.path())
                 .map_err(|e| TestCaseError::fail(format!("send: {e}")))?;
@@ -420,13 +429,20 @@ fn a_real_notify_socket_counts_malformed_datagrams_and_keeps_serving() {
                 "datagram {} was never handled",
                 before.datagrams + 1
             );
-            let after = socket.stats();
+            let expected = expected_malformed(&datagram);
             prop_assert_eq!(
-                after.malformed.total() - before.malformed.total(),
-                expected_malformed(&datagram),
+                socket.malformed() - refused_before.values().sum::<u64>(),
+                expected.values().sum::<u64>(),
                 "{:?}",
                 String::from_utf8_lossy(&datagram)
             );
+            // R10.6: the task counted each by its reason's key.
+            let mut grew = socket.malformed_by_reason();
+            for (key, n) in &refused_before {
+                *grew.get_mut(key).unwrap() -= n;
+            }
+            grew.retain(|_, n| *n != 0);
+            prop_assert_eq!(grew, expected);
             Ok(())
         })
         .unwrap();

@@ -92,7 +92,7 @@ export interface ArgumentStream {
   readonly format: StreamFormat;
   /** How many deltas renewed the task so far. */
   readonly accepted: number;
-  /** Refusals so far, by reason (`empty_delta`, `invalid_json`, ...). */
+  /** Refusals so far, by key (`args.empty_delta`, `args.invalid_json`, ...). */
   readonly rejections: Record<string, number>;
 }
 

@@ -14,6 +14,7 @@ use nix::sys::signal::{killpg, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{getpgid, getpgrp, getpid, Pid};
 use parking_lot::{Condvar, Mutex};
+use watchdog_core::sys::ProcStat;
 use watchdog_core::{Action, ActionKind, Delivery, Sink, SinkError, TaskId};
 
 /// How long a kill waits for the group to disappear by default.
@@ -481,25 +482,15 @@ pub fn group_members(pgid: u32) -> std::io::Result<Vec<u32>> {
         let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
             continue;
         };
-        if let Some((state, group)) = parse_stat(&stat) {
-            if group == pgid && state != 'Z' && state != 'X' {
+        // The core's one stat parser (R10.6); a line it refuses is skipped.
+        if let Ok(s) = ProcStat::parse(stat.as_bytes()) {
+            if s.pgrp == pgid && !s.is_dead() {
                 pids.push(pid);
             }
         }
     }
     pids.sort_unstable();
     Ok(pids)
-}
-
-/// Parses state and pgrp from `/proc/PID/stat`; the name is in parentheses
-/// and may itself hold spaces and parentheses, so split after the last `)`.
-fn parse_stat(stat: &str) -> Option<(char, u32)> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut fields = rest.split_whitespace();
-    let state = fields.next()?.chars().next()?;
-    let _ppid = fields.next()?;
-    let pgrp = fields.next()?.parse().ok()?;
-    Some((state, pgrp))
 }
 
 /// How a reaped child ended.
@@ -564,10 +555,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parse_stat_reads_state_and_group_past_a_tricky_name() {
-        let stat = "123 (a) b (c)) S 1 456 456 0 -1 4194560";
-        assert_eq!(parse_stat(stat), Some(('S', 456)));
-        assert_eq!(parse_stat("garbage"), None);
+    fn a_group_member_with_a_hostile_name_is_found() {
+        // R10.6, R6.4: group_members reads /proc through the core's one stat
+        // parser, so a command named to look like the end of its name and
+        // more fields (`a) b (c`) is still its group's member.
+        use std::os::unix::process::CommandExt;
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("a) b (c");
+        std::fs::copy("/bin/sleep", &exe).unwrap();
+        let mut child = std::process::Command::new(&exe)
+            .arg("60")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        // Bounded: until its exec, the child still bears our own name.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap() != "a) b (c\n" {
+            assert!(Instant::now() < deadline, "the child never exec'd");
+            std::thread::yield_now();
+        }
+        assert_eq!(group_members(pid).unwrap(), [pid]);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(group_members(pid).unwrap(), Vec::<u32>::new());
     }
 
     #[test]

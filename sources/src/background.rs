@@ -5,11 +5,15 @@
 //! and pushes it to the owner after every change, so the owner shows as
 //! `monitoring` (busy, not done) while the record is non-empty (R4.3).
 //! Watching the background tasks' own output is not done here: each is a
-//! task of its own if the runner wants one.
+//! task of its own if the runner wants one. A report the record cannot
+//! apply is an error to the caller and is counted on the owner under
+//! `background.` and the reason (R10.6).
 
 use std::fmt;
 
 use watchdog_core::{BackgroundKind, BackgroundTask, Recorder};
+
+use crate::refusal::{refuse, Refusal};
 
 /// The longest background task id accepted, in bytes.
 pub const MAX_ID: usize = 256;
@@ -17,14 +21,17 @@ pub const MAX_ID: usize = 256;
 /// The most background tasks one owner's record holds.
 pub const MAX_PER_OWNER: usize = 64;
 
-/// Why a background-task report was refused or only partly applied.
+/// Why a background-task report was refused or only partly applied;
+/// counted on the owner task under `background.` and the reason (R10.6).
 ///
 /// # Examples
 ///
 /// ```
 /// use stallguard_sources::background::BackgroundError;
+/// use stallguard_sources::Refusal;
 /// let e = BackgroundError::IdTooLong(300);
 /// assert_eq!(e.to_string(), "background task id is 300 bytes, more than 256");
+/// assert_eq!(e.key(), "background.id_too_long");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -65,6 +72,27 @@ pub enum BackgroundError {
         /// The launch id the end named.
         launch: String,
     },
+    /// A launch or end that names no launching call, so no end can be
+    /// matched with it (an agent stream's `task_started` without a
+    /// `tool_use_id`); the next inventory names it if it runs.
+    #[error("background task `{0}` names no launching call")]
+    NoLaunch(String),
+}
+
+impl Refusal for BackgroundError {
+    /// `background.` and the reason, e.g. `background.unknown_task`.
+    fn key(&self) -> &'static str {
+        match self {
+            BackgroundError::EmptyId => "background.empty_id",
+            BackgroundError::IdTooLong(_) => "background.id_too_long",
+            BackgroundError::Full(_) => "background.full",
+            BackgroundError::UnknownTask(_) => "background.unknown_task",
+            BackgroundError::SubagentLaunch { .. } => "background.subagent_launch",
+            BackgroundError::NotAnEnd(_) => "background.not_an_end",
+            BackgroundError::LaunchMismatch { .. } => "background.launch_mismatch",
+            BackgroundError::NoLaunch(_) => "background.no_launch",
+        }
+    }
 }
 
 /// Who launched a background task (R5.6, seed 002).
@@ -251,6 +279,16 @@ impl BackgroundRecord {
         launch_id: &str,
         kind: BackgroundKind,
     ) -> Result<(), BackgroundError> {
+        let r = self.try_launch(id, launch_id, kind);
+        self.counted(r)
+    }
+
+    fn try_launch(
+        &mut self,
+        id: &str,
+        launch_id: &str,
+        kind: BackgroundKind,
+    ) -> Result<(), BackgroundError> {
         check_id(id)?;
         check_id(launch_id)?;
         let result = if let Some(t) = self.find_mut(id) {
@@ -314,6 +352,9 @@ impl BackgroundRecord {
         self.unnamed = unnamed;
         self.push();
         problems
+            .into_iter()
+            .map(|e| refuse(&self.recorder, e))
+            .collect()
     }
 
     /// Retires background task `id`, only if it was launched by call
@@ -322,6 +363,11 @@ impl BackgroundRecord {
     /// A task known only from an inventory has no launch id and cannot be
     /// retired this way; a kill result or the next inventory retires it.
     pub fn end(&mut self, id: &str, launch_id: &str) -> Result<(), BackgroundError> {
+        let r = self.try_end(id, launch_id);
+        self.counted(r)
+    }
+
+    fn try_end(&mut self, id: &str, launch_id: &str) -> Result<(), BackgroundError> {
         let pos = self.position(id)?;
         if self.tasks[pos].launch_id.as_deref() != Some(launch_id) {
             return Err(BackgroundError::LaunchMismatch {
@@ -361,13 +407,14 @@ impl BackgroundRecord {
         kind: BackgroundKind,
         from: Provenance<'_>,
     ) -> Result<(), BackgroundError> {
-        match from {
-            Provenance::Agent => self.launch(id, launch_id, kind),
+        let r = match from {
+            Provenance::Agent => self.try_launch(id, launch_id, kind),
             Provenance::Subagent { parent_tool_use_id } => Err(BackgroundError::SubagentLaunch {
                 task: cut(id).to_owned(),
                 parent: cut(parent_tool_use_id.unwrap_or("-")).to_owned(),
             }),
-        }
+        };
+        self.counted(r)
     }
 
     /// The owner's agent crossed a session boundary: a
@@ -422,6 +469,11 @@ impl BackgroundRecord {
     /// assert!(bg.is_empty());
     /// ```
     pub fn end_row(&mut self, op: RowOp, notices: &[EndNotice<'_>]) -> Result<(), BackgroundError> {
+        let r = self.try_end_row(op, notices);
+        self.counted(r)
+    }
+
+    fn try_end_row(&mut self, op: RowOp, notices: &[EndNotice<'_>]) -> Result<(), BackgroundError> {
         if op == RowOp::Remove {
             return Err(BackgroundError::NotAnEnd("a remove operation"));
         }
@@ -435,15 +487,23 @@ impl BackgroundRecord {
         if !notice.status.is_end() {
             return Err(BackgroundError::NotAnEnd("the status is not an end"));
         }
-        self.end(notice.task, notice.launch)
+        self.try_end(notice.task, notice.launch)
     }
 
     /// Retires background task `id` after a kill confirmed it ended.
     pub fn kill_result(&mut self, id: &str) -> Result<(), BackgroundError> {
-        let pos = self.position(id)?;
-        self.tasks.remove(pos);
-        self.push();
-        Ok(())
+        let r = self.position(id).map(|pos| {
+            self.tasks.remove(pos);
+            self.push();
+        });
+        self.counted(r)
+    }
+
+    /// Counts a report the record does not apply, reported by its caller
+    /// rather than this record (an agent stream's `task_started` naming no
+    /// launching call); returns it.
+    pub(crate) fn refuse(&self, e: BackgroundError) -> BackgroundError {
+        refuse(&self.recorder, e)
     }
 
     /// Returns the recorded background tasks, in launch order.
@@ -470,6 +530,11 @@ impl BackgroundRecord {
             .iter()
             .position(|t| t.id == id)
             .ok_or_else(|| BackgroundError::UnknownTask(cut(id).to_owned()))
+    }
+
+    /// Counts a refused report on the owner (R10.6).
+    fn counted<T>(&self, r: Result<T, BackgroundError>) -> Result<T, BackgroundError> {
+        r.map_err(|e| refuse(&self.recorder, e))
     }
 
     fn push(&self) {

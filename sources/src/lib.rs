@@ -1,7 +1,8 @@
 //! Liveness sources for stallguard (SPEC §5): adapters that turn what a
 //! runner sees (bytes, stream events, datagrams, process tables, files) into
 //! signals on a task's [`watchdog_core::Recorder`]. Each source is one module
-//! of the same shape and uses the core's public API only.
+//! of the same shape and uses the core's public API only; what a source
+//! refuses is counted on the task under one key scheme ([`refusal`], R10.6).
 
 #![warn(
     missing_docs,
@@ -17,4 +18,7 @@ pub mod mcp;
 pub mod notify;
 pub mod output;
 pub mod procs;
+pub mod refusal;
 pub mod tools;
+
+pub use refusal::{Refusal, Step};

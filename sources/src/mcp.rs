@@ -3,7 +3,7 @@
 //! [`McpProgress`] takes JSON-RPC messages as they arrive from an MCP server
 //! and renews the task when a `notifications/progress` value rises for its
 //! progress token (R2.6). Every other message is ignored; malformed ones are
-//! counted typed rejections. Sending progress tokens with requests, and
+//! typed rejections, counted on the task (`mcp.` keys, R10.6). Sending progress tokens with requests, and
 //! ending a task when its request completes, is the runner's business.
 //!
 //! Rises are judged per token: two requests in flight each count their own
@@ -30,16 +30,22 @@ use std::hash::{BuildHasher, RandomState};
 use serde_json::Value;
 use watchdog_core::{Recorder, SignalKind};
 
+pub use crate::refusal::Step;
+use crate::refusal::{count, refusals, refuse, Refusal};
+
 /// The most progress tokens tracked at once; past this the oldest is
 /// evicted, never a new one refused (R5.8).
 pub const MAX_TOKENS: usize = 1024;
 
-/// Why a message did not renew the task; every rejection is counted.
+/// Why a message did not renew the task; every rejection is counted on the
+/// task under `mcp.` and the reason (R10.6).
 ///
 /// # Examples
 ///
 /// ```
 /// use stallguard_sources::mcp::McpRejection;
+/// use stallguard_sources::Refusal;
+/// assert_eq!(McpRejection::BadToken.key(), "mcp.bad_token");
 /// assert_eq!(McpRejection::NotRising.to_string(), "progress did not rise for its token");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
@@ -67,7 +73,7 @@ pub enum McpRejection {
 }
 
 impl McpRejection {
-    /// Every reason, in counter order.
+    /// Every reason.
     pub const ALL: [McpRejection; 6] = [
         McpRejection::InvalidJson,
         McpRejection::NotJsonRpc,
@@ -76,27 +82,20 @@ impl McpRejection {
         McpRejection::BadProgress,
         McpRejection::NotRising,
     ];
-
-    /// Returns the snake_case name used in the status snapshot and logs.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            McpRejection::InvalidJson => "mcp_invalid_json",
-            McpRejection::NotJsonRpc => "mcp_not_json_rpc",
-            McpRejection::MalformedParams => "mcp_malformed_params",
-            McpRejection::BadToken => "mcp_bad_token",
-            McpRejection::BadProgress => "mcp_bad_progress",
-            McpRejection::NotRising => "mcp_not_rising",
-        }
-    }
 }
 
-/// What an accepted message did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Step {
-    /// Progress rose for its token: the task was renewed.
-    Renewed,
-    /// Not a progress notification: nothing renewed, nothing counted.
-    Ignored,
+impl Refusal for McpRejection {
+    /// `mcp.` and the reason, e.g. `mcp.not_rising`.
+    fn key(&self) -> &'static str {
+        match self {
+            McpRejection::InvalidJson => "mcp.invalid_json",
+            McpRejection::NotJsonRpc => "mcp.not_json_rpc",
+            McpRejection::MalformedParams => "mcp.malformed_params",
+            McpRejection::BadToken => "mcp.bad_token",
+            McpRejection::BadProgress => "mcp.bad_progress",
+            McpRejection::NotRising => "mcp.not_rising",
+        }
+    }
 }
 
 /// Renews a task on rising MCP progress notifications (R5.8).
@@ -130,7 +129,6 @@ pub struct McpProgress {
     /// Request id key to the token key its request carried.
     requests: HashMap<u64, u64>,
     next_seq: u64,
-    counts: [u64; McpRejection::ALL.len()],
 }
 
 /// What the adapter keeps of one live progress token.
@@ -145,15 +143,10 @@ struct Token {
 
 impl fmt::Debug for McpProgress {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let counts: Vec<_> = McpRejection::ALL
-            .into_iter()
-            .filter(|r| self.rejections(*r) != 0)
-            .map(|r| (r, self.rejections(r)))
-            .collect();
         f.debug_struct("McpProgress")
             .field("task", &self.recorder.id())
             .field("tokens", &self.tokens.len())
-            .field("rejections", &counts)
+            .field("rejections", &refusals(&self.recorder, "mcp"))
             .finish()
     }
 }
@@ -168,7 +161,6 @@ impl McpProgress {
             order: VecDeque::new(),
             requests: HashMap::new(),
             next_seq: 0,
-            counts: [0; McpRejection::ALL.len()],
         }
     }
 
@@ -197,7 +189,7 @@ impl McpProgress {
                 for m in batch {
                     match self.one(m) {
                         Ok(Step::Renewed) => renewed = true,
-                        Ok(Step::Ignored) => {}
+                        Ok(Step::Ignored | Step::Tracked) => {}
                         Err(e) => {
                             first_err.get_or_insert(e);
                         }
@@ -224,14 +216,16 @@ impl McpProgress {
         self.tokens.len()
     }
 
-    /// Returns how many times `reason` was counted.
+    /// Returns how many times the task counted `reason` (R10.6: read
+    /// from the task, where every MCP adapter on it counts; 0 once the
+    /// task finished).
     pub fn rejections(&self, reason: McpRejection) -> u64 {
-        self.counts[reason as usize]
+        count(&self.recorder, reason.key())
     }
 
-    /// Returns the sum of every rejection counter.
+    /// Returns how many `mcp.` refusals the task counted, all reasons.
     pub fn total_rejections(&self) -> u64 {
-        self.counts.iter().sum()
+        refusals(&self.recorder, "mcp").values().sum()
     }
 
     fn one(&mut self, m: &Value) -> Result<Step, McpRejection> {
@@ -368,11 +362,7 @@ impl McpProgress {
     }
 
     fn reject(&mut self, reason: McpRejection) -> McpRejection {
-        let c = &mut self.counts[reason as usize];
-        *c = c.saturating_add(1);
-        self.recorder.refused(reason.as_str());
-        tracing::debug!(task = %self.recorder.id(), reason = %reason, "mcp message rejected");
-        reason
+        refuse(&self.recorder, reason)
     }
 }
 

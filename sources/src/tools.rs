@@ -5,27 +5,33 @@
 //! ids and names and the cap, and drives the execution budget (R2.2) and
 //! the last call (R4.1) from it. So a call started on the recorder (or by
 //! another feed, an agent stream, a binding) finishes through this feed and
-//! the other way round. A finish for an id not in flight is reported
-//! through `tracing` and returned as an error, never a panic. Streamed
-//! arguments of a call not yet final live in [`crate::args`].
+//! the other way round. Every start or finish the core refuses (a finish
+//! for an id not in flight, a bad id, the cap) is an error to the caller,
+//! never a panic, and is counted on the task under `tools.` and the reason
+//! (R10.6), whichever source fed it: this feed or an agent stream.
+//! Streamed arguments of a call not yet final live in [`crate::args`].
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use watchdog_core::{CallOutcome, CallProblem, GuardError, Recorder};
+
+use crate::refusal::{refuse, Refusal};
 
 /// The longest call id or tool name accepted, in bytes: the core's
 /// [`watchdog_core::MAX_CALL_ID`].
 pub const MAX_CALL_ID: usize = watchdog_core::MAX_CALL_ID;
 
-/// Why a tool-call start or finish was refused.
+/// Why a tool-call start or finish was refused; counted on the task under
+/// `tools.` and the reason (R10.6).
 ///
 /// # Examples
 ///
 /// ```
 /// use stallguard_sources::tools::ToolCallError;
+/// use stallguard_sources::Refusal;
 /// let e = ToolCallError::UnknownCall("call_9".into());
 /// assert_eq!(e.to_string(), "no tool call `call_9` is in flight");
+/// assert_eq!(e.key(), "tools.unknown_call");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -73,11 +79,51 @@ impl From<GuardError> for ToolCallError {
     }
 }
 
+impl Refusal for ToolCallError {
+    /// `tools.` and the reason, e.g. `tools.unknown_call`; a refusal of
+    /// the guard's own is `tools.too_many` past the cap, else
+    /// `tools.not_taken` (the task is cancelling or finished).
+    fn key(&self) -> &'static str {
+        match self {
+            ToolCallError::EmptyId => "tools.empty_id",
+            ToolCallError::EmptyName => "tools.empty_name",
+            ToolCallError::TooLong(_) => "tools.too_long",
+            ToolCallError::AlreadyInFlight(_) => "tools.already_in_flight",
+            ToolCallError::UnknownCall(_) => "tools.unknown_call",
+            ToolCallError::Guard(GuardError::BadCall {
+                problem: CallProblem::TooMany,
+                ..
+            }) => "tools.too_many",
+            ToolCallError::Guard(_) => "tools.not_taken",
+        }
+    }
+}
+
+/// Starts call `id` of tool `name` on the core's one set of calls in
+/// flight; a refusal is counted on the task (R10.6).
+pub(crate) fn start(recorder: &Recorder, id: &str, name: &str) -> Result<(), ToolCallError> {
+    recorder
+        .tool_started(id, name)
+        .map_err(|e| refuse(recorder, ToolCallError::from(e)))
+}
+
+/// Finishes call `id` with `outcome`; a refusal is counted on the task.
+pub(crate) fn finish(
+    recorder: &Recorder,
+    id: &str,
+    outcome: CallOutcome,
+) -> Result<(), ToolCallError> {
+    recorder
+        .tool_finished(id, outcome)
+        .map_err(|e| refuse(recorder, ToolCallError::from(e)))
+}
+
 /// Reports tool calls of one task by call id (R5.3).
 ///
 /// Shareable by reference across threads: starts and finishes may come from
 /// different places of a runner. It keeps no calls of its own: the set in
-/// flight is the task's, in the core.
+/// flight is the task's, in the core, and what it refuses is counted there
+/// too (`tools.` keys).
 ///
 /// # Examples
 ///
@@ -96,17 +142,17 @@ impl From<GuardError> for ToolCallError {
 ///     Err(ToolCallError::UnknownCall("toolu_1".into()))
 /// );
 /// assert_eq!(task.last_call().unwrap().name, "bash");
+/// assert_eq!(task.status().unwrap().refused["tools.unknown_call"], 1);
 /// ```
 pub struct ToolCallFeed {
     recorder: Recorder,
-    unknown_finishes: AtomicU64,
 }
 
 impl fmt::Debug for ToolCallFeed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolCallFeed")
             .field("task", &self.recorder.id())
-            .field("unknown_finishes", &self.unknown_finishes())
+            .field("in_flight", &self.in_flight())
             .finish()
     }
 }
@@ -114,41 +160,24 @@ impl fmt::Debug for ToolCallFeed {
 impl ToolCallFeed {
     /// Creates a feed for `recorder`'s task.
     pub fn new(recorder: Recorder) -> Self {
-        ToolCallFeed {
-            recorder,
-            unknown_finishes: AtomicU64::new(0),
-        }
+        ToolCallFeed { recorder }
     }
 
     /// Reports that call `id` of tool `name` started: a `tool-call` signal,
     /// and the execution budget applies until every started call finished.
     pub fn started(&self, id: &str, name: &str) -> Result<(), ToolCallError> {
-        Ok(self.recorder.tool_started(id, name)?)
+        start(&self.recorder, id, name)
     }
 
     /// Reports that call `id` ended with `outcome`; updates the last call.
     pub fn finished(&self, id: &str, outcome: CallOutcome) -> Result<(), ToolCallError> {
-        let e = match self.recorder.tool_finished(id, outcome) {
-            Ok(()) => return Ok(()),
-            Err(e) => ToolCallError::from(e),
-        };
-        if let ToolCallError::UnknownCall(call) = &e {
-            self.unknown_finishes.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(task = %self.recorder.id(), call = %call, "finish for a tool call not in flight");
-        }
-        Err(e)
+        finish(&self.recorder, id, outcome)
     }
 
     /// Returns how many of the task's calls are in flight, whichever door
     /// started them.
     pub fn in_flight(&self) -> usize {
         self.recorder.calls_in_flight()
-    }
-
-    /// Returns how many finishes through this feed named a call that was
-    /// not in flight.
-    pub fn unknown_finishes(&self) -> u64 {
-        self.unknown_finishes.load(Ordering::Relaxed)
     }
 }
 
@@ -206,7 +235,7 @@ mod tests {
             Err(ToolCallError::UnknownCall(id)) => assert!(id.len() <= 256),
             other => panic!("expected UnknownCall, got {other:?}"),
         }
-        assert_eq!(calls.unknown_finishes(), 2);
+        assert_eq!(refused(&task, "tools.unknown_call"), 2);
         assert_eq!(calls.started("", "bash"), Err(ToolCallError::EmptyId));
         assert_eq!(calls.started("c", ""), Err(ToolCallError::EmptyName));
         assert_eq!(
@@ -219,6 +248,25 @@ mod tests {
             Err(ToolCallError::AlreadyInFlight("c".into()))
         );
         assert_eq!(task.status().unwrap().phase, Phase::Executing { tools: 1 });
+        // R10.6: each refusal is counted on the task, by namespaced key.
+        let keys = task.status().unwrap().refused;
+        let want = [
+            ("tools.already_in_flight", 1),
+            ("tools.empty_id", 1),
+            ("tools.empty_name", 1),
+            ("tools.too_long", 1),
+            ("tools.unknown_call", 2),
+        ];
+        assert_eq!(keys.into_iter().collect::<Vec<_>>(), want);
+    }
+
+    fn refused(task: &watchdog_core::TaskHandle, key: &str) -> u64 {
+        task.status()
+            .unwrap()
+            .refused
+            .get(key)
+            .copied()
+            .unwrap_or(0)
     }
 
     #[test]
@@ -234,7 +282,8 @@ mod tests {
         assert_eq!(task.status().unwrap().phase, Phase::Idle);
         calls.started("fed", "grep").unwrap();
         task.tool_finished("fed", CallOutcome::Error).unwrap();
-        assert_eq!((calls.in_flight(), calls.unknown_finishes()), (0, 0));
+        assert_eq!(calls.in_flight(), 0);
+        assert!(task.status().unwrap().refused.is_empty());
         // No call holds the execution budget: idle applies.
         guard.advance(Duration::from_secs(10));
         assert_eq!(rec.types_for("turn"), ["started", "stalled", "cancelling"]);

@@ -251,7 +251,14 @@ fn duplicate_and_unknown_ids_are_refused_not_panics() {
     let (_guard, _rec, task) = setup();
     let mut stream = AgentStream::new(Format::Gemini, task.recorder());
     stream.feed(b"{\"type\":\"tool_use\",\"tool_id\":\"a\",\"tool_name\":\"grep\"}\n{\"type\":\"tool_use\",\"tool_id\":\"a\",\"tool_name\":\"grep\"}\n{\"type\":\"tool_result\",\"tool_id\":\"zz\",\"status\":\"success\"}\n{\"type\":\"tool_use\",\"tool_id\":\"\",\"tool_name\":\"grep\"}\n");
-    assert_eq!(stream.counts().refused, 3);
+    // R10.6: each refusal is counted on the task, by namespaced key.
+    let refused = task.status().unwrap().refused;
+    let want = [
+        ("tools.already_in_flight", 1),
+        ("tools.empty_id", 1),
+        ("tools.unknown_call", 1),
+    ];
+    assert_eq!(refused.into_iter().collect::<Vec<_>>(), want);
     assert_eq!(stream.in_flight(), 1);
 }
 
@@ -270,7 +277,7 @@ fn the_stream_and_the_recorder_share_the_cores_one_set_of_calls() {
     let long = "x".repeat(watchdog_core::MAX_CALL_ID + 1);
     let line = format!("{{\"type\":\"tool_use\",\"tool_id\":\"{long}\",\"tool_name\":\"grep\"}}\n");
     stream.feed(line.as_bytes());
-    assert_eq!(stream.counts().refused, 1);
+    assert_eq!(task.status().unwrap().refused["tools.too_long"], 1);
     assert_eq!(task.calls_in_flight(), 0);
 }
 
@@ -316,4 +323,30 @@ fn control_bytes_in_a_tool_name_never_reach_the_status() {
     let mut stream = AgentStream::new(Format::Gemini, task.recorder());
     stream.feed(b"{\"type\":\"tool_use\",\"tool_id\":\"a\",\"tool_name\":\"x\\u001b[2Jy\"}\n");
     assert_eq!(task.last_call().unwrap().name, "x?[2Jy");
+}
+
+// R10.6, R5.6: the task reports the stream could not apply to the
+// background record are counted on the task under `background.` keys (they
+// used to be a private `background_skipped` count no status showed); a
+// good launch and its end count nothing.
+#[test]
+fn background_reports_not_applied_are_counted_on_the_task() {
+    let (_guard, _rec, task) = setup();
+    let mut stream = AgentStream::new(Format::ClaudeCode, task.recorder());
+    stream.feed(br#"{"type":"system","subtype":"task_started","task_id":"b0","tool_use_id":"toolu_0","task_type":"local_bash","is_backgrounded":true}
+{"type":"system","subtype":"task_notification","task_id":"b0","tool_use_id":"toolu_0","status":"completed"}
+{"type":"system","subtype":"task_started","task_id":"b1","task_type":"local_bash","is_backgrounded":true}
+{"type":"system","subtype":"task_started","task_id":"b2","tool_use_id":"toolu_2","is_backgrounded":true,"parent_tool_use_id":"toolu_task"}
+{"type":"system","subtype":"task_notification","task_id":"zz","tool_use_id":"toolu_9","status":"completed"}
+"#);
+    let refused: Vec<_> = task.status().unwrap().refused.into_iter().collect();
+    assert_eq!(
+        refused,
+        [
+            ("background.no_launch", 1),
+            ("background.subagent_launch", 1),
+            ("background.unknown_task", 1),
+        ]
+    );
+    assert!(stream.background().is_empty());
 }

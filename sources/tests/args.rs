@@ -561,7 +561,12 @@ fn malformed_input_is_a_counted_typed_rejection() {
     ] {
         assert_eq!(o.feed(chunk), Err(expected), "{chunk}");
     }
-    assert_eq!(o.tracker().rejections().total(), 11);
+    // R10.6: counted once, on the task: both adapters' refusals together.
+    assert_eq!(o.tracker().rejections().total(), n as u64 - 1 + 11);
+    assert_eq!(
+        task.status().unwrap().refused.values().sum::<u64>(),
+        n as u64 - 1 + 11
+    );
 }
 
 #[test]
@@ -585,7 +590,10 @@ fn a_flood_of_deltas_keeps_memory_bounded_and_every_delta_renews() {
 
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig {
-        cases: 8,
+        // Each case is 50 000 deltas through the adapter (the scale of
+        // seed 004); the gaps and picks vary, the rule under test does not,
+        // so a few cases prove it (issue 26: per-mutant test time).
+        cases: 3,
         ..proptest::prelude::ProptestConfig::default()
     })]
 
@@ -598,12 +606,13 @@ proptest::proptest! {
         gap in 1u64..100,
     ) {
         const FRAGMENTS: [&str; 6] = [":", ",", "  ", "\"", "\",\"", "\n    "];
+        let events = FRAGMENTS.map(|f| json_delta(0, f));
         let (guard, rec, task) = setup("fifty-thousand");
         let mut s = open_stream(&task);
         for (n, pick) in picks.iter().enumerate() {
             guard.advance(ms(gap));
             proptest::prop_assert_eq!(
-                s.feed(&json_delta(0, FRAGMENTS[*pick])),
+                s.feed(&events[*pick]),
                 Ok(Step::Renewed),
                 "delta {} at {:?}", n, guard.now()
             );

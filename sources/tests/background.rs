@@ -318,3 +318,49 @@ fn an_inventory_past_64_items_sets_the_unnamed_flag() {
     assert_eq!(pushed(&task), (bg.tasks().to_vec(), true));
     assert_eq!(bg.tasks().len(), MAX_PER_OWNER);
 }
+
+// R10.6: every report the record does not apply is an error to the caller
+// and counted once on the owner, by `background.` key, whichever method
+// refused it (a nested launch or end is not counted twice).
+#[test]
+fn refused_reports_are_counted_on_the_owner_by_key() {
+    let (_guard, task) = owner();
+    let mut bg = BackgroundRecord::new(task.recorder());
+    assert_eq!(
+        bg.launch("", "toolu_1", BackgroundKind::Command),
+        Err(BackgroundError::EmptyId)
+    );
+    let sub = Provenance::Subagent {
+        parent_tool_use_id: None,
+    };
+    assert!(bg
+        .launch_from("b1", "toolu_2", BackgroundKind::Command, sub)
+        .is_err());
+    bg.launch("b2", "toolu_3", BackgroundKind::Command).unwrap();
+    let done = EndNotice {
+        task: "b2",
+        launch: "toolu_other",
+        status: EndStatus::Completed,
+    };
+    assert!(bg.end_row(RowOp::Enqueue, &[done]).is_err());
+    assert!(bg.end_row(RowOp::Remove, &[done]).is_err());
+    assert!(bg.kill_result("nope").is_err());
+    let long = "x".repeat(300);
+    assert_eq!(
+        bg.inventory([(long.as_str(), BackgroundKind::Command)])
+            .len(),
+        1
+    );
+    let refused: Vec<_> = task.status().unwrap().refused.into_iter().collect();
+    assert_eq!(
+        refused,
+        [
+            ("background.empty_id", 1),
+            ("background.id_too_long", 1),
+            ("background.launch_mismatch", 1),
+            ("background.not_an_end", 1),
+            ("background.subagent_launch", 1),
+            ("background.unknown_task", 1),
+        ]
+    );
+}

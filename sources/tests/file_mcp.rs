@@ -280,12 +280,15 @@ fn a_response_retires_a_token_equal_to_its_id_as_the_typescript_sdk_makes_them()
 }
 
 #[test]
-fn a_100_000_request_session_keeps_renewing_with_one_token_each() {
+fn a_session_ten_times_the_token_cap_keeps_renewing_with_one_token_each() {
     // R5.8: one adapter, a new token per request, every one renews, and the
-    // tracked set never grows past what is in flight.
+    // tracked set never grows past what is in flight: ten times
+    // MAX_TOKENS requests (five times the order queue's compaction point),
+    // where a cap that refused new tokens, or one that kept retired ones,
+    // would show. (It ran 100 000 requests, 8 s a run; issue 26.)
     let (guard, rec, task) = setup("session");
     let mut mcp = McpProgress::new(task.recorder());
-    for id in 0..100_000u64 {
+    for id in 0..10 * MAX_TOKENS as u64 {
         let token = format!("\"req-{id}\"");
         assert_eq!(mcp.feed(&request(id, &token)), Ok(Step::Ignored));
         for v in [0.25, 0.5, 1.0] {

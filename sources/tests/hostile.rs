@@ -335,12 +335,14 @@ proptest! {
     fn arbitrary_bytes_are_rejected_or_accepted_never_a_panic(
         frames in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..160), 0..24)
     ) {
-        let (_guard, task) = task();
-        let mut a = AnthropicStream::new(task.recorder());
-        let mut o = OpenAiStream::new(task.recorder());
-        let mut m = McpProgress::new(task.recorder());
-        let mut r = ResponsesStream::new(task.recorder());
-        let mut g = GeminiStream::new(task.recorder());
+        // One task each: refusals are counted on the task (R10.6), so
+        // adapters sharing one would count together.
+        let tasks: Vec<_> = (0..5).map(|_| task()).collect();
+        let mut a = AnthropicStream::new(tasks[0].1.recorder());
+        let mut o = OpenAiStream::new(tasks[1].1.recorder());
+        let mut m = McpProgress::new(tasks[2].1.recorder());
+        let mut r = ResponsesStream::new(tasks[3].1.recorder());
+        let mut g = GeminiStream::new(tasks[4].1.recorder());
         let (mut a_errs, mut r_errs, mut g_errs) = (0, 0, 0);
         for f in &frames {
             a_errs += u64::from(a.feed_bytes(f).is_err());

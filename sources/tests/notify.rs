@@ -157,9 +157,11 @@ fn fds_passed_with_any_datagram_are_closed_even_malformed_ones() {
     let stats = socket.stats();
     assert_eq!(stats.fds_closed, 4);
     assert_eq!(stats.heartbeats, 1);
-    assert_eq!(stats.malformed.no_assignment, 1);
-    assert_eq!(stats.malformed.empty, 1);
-    assert_eq!(stats.malformed.bad_value, 1);
+    let m = socket.malformed_by_reason();
+    assert_eq!(m["notify.no_assignment"], 1);
+    assert_eq!(m["notify.empty"], 1);
+    assert_eq!(m["notify.bad_value"], 1);
+    assert_eq!(socket.malformed(), 3);
 }
 
 #[test]
@@ -184,12 +186,17 @@ fn malformed_datagrams_are_counted_and_the_socket_survives() {
         b"READY=yes",
     ];
     send_raw(&socket, &junk, junk.len() as u64);
-    let m = socket.stats().malformed;
-    assert_eq!(m.not_text, 2, "{m:?}");
-    assert_eq!(m.empty, 2, "{m:?}");
-    assert_eq!(m.oversize, 1, "{m:?}");
-    assert_eq!(m.no_assignment, 2, "{m:?}");
-    assert_eq!(m.bad_value, 4, "{m:?}");
+    // R10.6: by reason on the task, under `notify.` keys.
+    let m = socket.malformed_by_reason();
+    let want = [
+        ("notify.bad_value", 4),
+        ("notify.empty", 2),
+        ("notify.no_assignment", 2),
+        ("notify.not_text", 2),
+        ("notify.oversize", 1),
+    ];
+    assert_eq!(m.into_iter().collect::<Vec<_>>(), want);
+    assert_eq!(task.status().unwrap().refused.values().sum::<u64>(), 11);
     assert_eq!(socket.malformed(), 11);
     assert_eq!(socket.heartbeats(), 0);
     assert_eq!(rec.types_for("junk"), ["started"]);
@@ -203,7 +210,8 @@ fn malformed_datagrams_are_counted_and_the_socket_survives() {
     let stats = socket.stats();
     assert_eq!(stats.heartbeats, 1);
     assert_eq!(stats.ignored, 1);
-    assert_eq!(stats.malformed.no_assignment, 3);
+    assert_eq!(socket.malformed_by_reason()["notify.no_assignment"], 3);
+    assert_eq!(socket.malformed(), 12);
     assert_eq!(task.status().unwrap().last_step.as_deref(), Some("fine"));
 }
 

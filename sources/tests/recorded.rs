@@ -220,7 +220,11 @@ fn check(r: &Replay, file: &str, genuine: usize, empty_refused: u64) {
     let shown: u64 = r.refused.values().sum();
     assert_eq!(shown, empty_refused, "{file}: status {:?}", r.refused);
     if empty_refused > 0 {
-        assert_eq!(r.refused.get("empty_delta"), Some(&empty_refused), "{file}");
+        assert_eq!(
+            r.refused.get("args.empty_delta"),
+            Some(&empty_refused),
+            "{file}"
+        );
     }
 }
 

@@ -36,24 +36,34 @@ pub(crate) fn init(verbose: u8) {
         .try_init();
 }
 
-/// Logs what the notify socket counted over the run (R8.7): at info (`-v`)
-/// as a summary, at warn when some datagrams were malformed, so a client
-/// that speaks the protocol wrong is seen under `-v`.
-pub(crate) fn notify_summary(socket: Option<&stallguard::sources::notify::NotifySocket>) {
-    let Some(stats) = socket.map(|s| s.stats()) else {
+/// Logs what the task's sources refused over the run, by key (R8.7,
+/// R10.6): one warning under `-v` (`inputs refused: notify.bad_value 2,
+/// tools.unknown_call 1`), the same counts `describe` shows, so a client
+/// that speaks a protocol wrong is seen whichever source it fed.
+pub(crate) fn refused_summary(status: Option<&stallguard::TaskStatus>) {
+    let Some(refused) = status.map(|s| &s.refused).filter(|r| !r.is_empty()) else {
         return;
     };
-    let m = stats.malformed;
-    if m.total() > 0 {
+    let counts: Vec<String> = refused.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    tracing::warn!(
+        total = refused.values().sum::<u64>(),
+        "inputs refused: {}",
+        counts.join(", ")
+    );
+}
+
+/// Logs what the notify socket counted over the run (R8.7): at info (`-v`)
+/// as a summary, at warn when some datagrams were malformed (by reason in
+/// [`refused_summary`]), so a client that speaks the protocol wrong is seen
+/// under `-v`.
+pub(crate) fn notify_summary(socket: Option<&stallguard::sources::notify::NotifySocket>) {
+    let Some((stats, malformed)) = socket.map(|s| (s.stats(), s.malformed())) else {
+        return;
+    };
+    if malformed > 0 {
         tracing::warn!(
             datagrams = stats.datagrams,
-            malformed = m.total(),
-            not_text = m.not_text,
-            oversize = m.oversize,
-            empty = m.empty,
-            no_assignment = m.no_assignment,
-            bad_value = m.bad_value,
-            control_truncated = m.control_truncated,
+            malformed,
             "notify socket: malformed datagrams ignored"
         );
     } else if stats.datagrams > 0 {

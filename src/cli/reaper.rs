@@ -57,23 +57,16 @@ pub(crate) struct Proc {
 }
 
 impl Proc {
-    /// Parses `pid (comm) S ppid pgrp ...`; `None` for a line that is not
-    /// that shape. The name ends at the last `)`, as it may hold one.
+    /// Parses a stat line with the core's one parser (R10.6); `None` for
+    /// a line it refuses. The name ends at the last `)`, as it may hold one.
     pub(crate) fn parse(line: &str) -> Option<Proc> {
-        let open = line.find('(')?;
-        let close = line.rfind(')')?;
-        let pid = line.get(..open)?.trim().parse().ok()?;
-        let name = line.get(open + 1..close)?.to_owned();
-        let mut rest = line.get(close + 1..)?.split_ascii_whitespace();
-        let state = rest.next()?;
-        let ppid = rest.next()?.parse().ok()?;
-        let pgid = rest.next()?.parse().ok()?;
+        let s = stallguard::sys::ProcStat::parse(line.as_bytes()).ok()?;
         Some(Proc {
-            pid,
-            name,
-            zombie: state == "Z" || state == "X",
-            ppid,
-            pgid,
+            pid: s.pid,
+            zombie: s.is_dead(),
+            ppid: s.ppid,
+            pgid: s.pgrp,
+            name: s.comm,
         })
     }
 
@@ -439,15 +432,23 @@ impl Drop for OrphanReaper {
 mod tests {
     use super::*;
 
+    /// A stat line as the kernel writes it (22 fields and more).
+    fn line(comm: &str, state: char, ppid: u32, pgrp: u32) -> String {
+        format!("42 ({comm}) {state} {ppid} {pgrp} 42 0 -1 4194560 0 0 0 0 1 2 0 0 20 0 1 0 77 0 0")
+    }
+
     #[test]
     fn stat_line_with_parens_in_the_name_parses() {
-        let p = Proc::parse("42 (a (b) c) S 7 42 42 0 -1").unwrap();
+        // R10.6: the core's one parser; a hostile name (`a) b (c`) stays
+        // the name.
+        let p = Proc::parse(&line("a) b (c", 'S', 7, 40)).unwrap();
         assert_eq!(
             (p.pid, p.name.as_str(), p.ppid, p.pgid),
-            (42, "a (b) c", 7, 42)
+            (42, "a) b (c", 7, 40)
         );
         assert!(!p.zombie);
-        assert!(Proc::parse("42 (x) Z 1 2").unwrap().zombie);
+        assert!(Proc::parse(&line("x", 'Z', 1, 2)).unwrap().zombie);
+        assert!(Proc::parse(&line("x", 'X', 1, 2)).unwrap().zombie);
         assert_eq!(Proc::parse("42 (trunc"), None);
         assert_eq!(Proc::parse("x (y) S 1 2"), None);
     }

@@ -14,7 +14,6 @@
 
 use std::ffi::OsString;
 use std::io;
-use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
@@ -436,6 +435,7 @@ impl Run {
             .settle(&mut incoming),
         );
         super::logging::notify_summary(_notify_socket.as_ref());
+        super::logging::refused_summary(task.status().as_ref());
         console.clear_status();
 
         let code = match status {
@@ -548,31 +548,14 @@ struct NotifyPlace {
 }
 
 impl NotifyPlace {
+    /// Makes the directory with the core's one owner-only helper (R10.6):
+    /// created 0700 in TMPDIR, checked a directory of this user.
     fn create() -> Result<NotifyPlace, String> {
         let base = std::env::temp_dir();
-        for attempt in 0..16u32 {
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.subsec_nanos());
-            let dir = base.join(format!(
-                "stallguard-{}-{nanos:x}-{attempt}",
-                std::process::id()
-            ));
-            match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-                Ok(()) => {
-                    let path = dir.join("notify.sock");
-                    return Ok(NotifyPlace { dir, path });
-                }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(e) => {
-                    return Err(format!(
-                        "cannot create a directory in {} (TMPDIR): {e}",
-                        base.display()
-                    ))
-                }
-            }
-        }
-        Err(format!("no free directory name in {}", base.display()))
+        let dir = stallguard::sys::private_dir(&base, "stallguard-")
+            .map_err(|e| format!("{e} (TMPDIR)"))?;
+        let path = dir.join("notify.sock");
+        Ok(NotifyPlace { dir, path })
     }
 }
 

@@ -59,6 +59,7 @@ mod signal;
 mod sink;
 mod slab;
 mod status;
+pub mod sys;
 mod task;
 mod timers;
 

@@ -198,8 +198,9 @@ pub struct TaskStatus {
     pub background: Vec<BackgroundTask>,
     /// A background task past the cap is running unnamed (R5.6).
     pub unnamed_background: bool,
-    /// How many inputs the task's sources refused, by reason (for example
-    /// `empty_delta`, `malformed_event`); absent when none was.
+    /// How many inputs the task's sources refused, by key `source.reason`
+    /// (for example `args.empty_delta`, `tools.unknown_call`; R10.6);
+    /// absent when none was.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub refused: BTreeMap<&'static str, u64>,
 }

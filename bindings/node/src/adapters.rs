@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use stallguard_sources::args::{Step, StreamAdapter, StreamFormat};
+use stallguard_sources::Refusal;
 use watchdog_core::Recorder;
 
 /// Feeds one provider's stream events to the engine's argument tracker.
@@ -73,7 +74,7 @@ impl ArgumentStream {
             .tracker()
             .rejections()
             .iter()
-            .map(|(r, n)| (r.as_str().to_owned(), n as f64))
+            .map(|(r, n)| (r.key().to_owned(), n as f64))
             .collect()
     }
 }

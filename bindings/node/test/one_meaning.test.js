@@ -46,7 +46,7 @@ test('R5.9 one ArgumentStream class serves every format by name', () => {
   });
   const s = t.anthropicStream();
   assert.throws(() => s.feed('not json'), /not valid JSON/);
-  assert.deepEqual(s.rejections, { invalid_json: 1 });
+  assert.deepEqual(s.rejections, { 'args.invalid_json': 1 });
   assert.equal(s.accepted, 0);
   t.finish();
 });

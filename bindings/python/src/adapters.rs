@@ -10,6 +10,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 use stallguard_sources::args::{Step, StreamAdapter, StreamFormat};
+use stallguard_sources::Refusal;
 use watchdog_core::Recorder;
 
 use crate::repr;
@@ -64,7 +65,7 @@ impl ArgumentStream {
             Ok(_) => Ok("ignored"),
             Err(reason) => Err(PyValueError::new_err(format!(
                 "{reason} ({})",
-                reason.as_str()
+                reason.key()
             ))),
         }
     }
@@ -94,7 +95,7 @@ impl ArgumentStream {
             .tracker()
             .rejections()
             .iter()
-            .map(|(r, n)| (r.as_str(), n))
+            .map(|(r, n)| (r.key(), n))
             .collect()
     }
 

@@ -151,10 +151,10 @@ def test_a_recorded_anthropic_stream_renews_on_every_genuine_delta(manual):
             steps.append(str(e))
         guard.advance(10)
     assert steps.count("renewed") == 142 == stream.accepted
-    assert stream.rejections == {"empty_delta": 1}
+    assert stream.rejections == {"args.empty_delta": 1}
     assert any("empty_delta" in s for s in steps)
     guard.flush()
-    assert t.status()["refused"] == {"empty_delta": 1}
+    assert t.status()["refused"] == {"args.empty_delta": 1}
 
 
 def test_stream_adapters_take_str_bytes_or_dicts_and_refuse_with_the_reason(manual):

@@ -31,18 +31,20 @@ use std::fmt;
 use std::str::FromStr;
 
 use serde_json::Value;
-use watchdog_core::{BackgroundKind, CallOutcome, GuardError, Recorder};
+use watchdog_core::{BackgroundKind, CallOutcome, Recorder};
 
 use crate::args::anthropic::AnthropicStream;
 use crate::args::StreamAdapter;
 use crate::background::{EndStatus, Provenance};
+use crate::tools::{self, ToolCallError};
 
 /// The longest line parsed as an event, in bytes (4 MiB); longer lines are
 /// plain output.
 pub const MAX_EVENT_LINE: usize = 4 << 20;
 
 /// The most tool calls tracked in flight at once; starts beyond it are
-/// refused by the core and counted, so a runaway stream cannot grow memory:
+/// refused by the core and counted on the task (`tools.too_many`), so a
+/// runaway stream cannot grow memory:
 /// the core's [`watchdog_core::MAX_CALLS_IN_FLIGHT`].
 pub const MAX_IN_FLIGHT: usize = watchdog_core::MAX_CALLS_IN_FLIGHT;
 
@@ -226,7 +228,11 @@ pub enum AgentEvent<'v> {
     Other,
 }
 
-/// What [`AgentStream`] has seen so far.
+/// What [`AgentStream`] has seen so far. What it refused is not here: it
+/// is counted on the task (R10.6), `tools.` for tool calls the core's set
+/// refused (a bad id, a duplicate, an unknown finish, a full set),
+/// `background.` for task reports the record did not apply, `args.` for
+/// argument events.
 ///
 /// # Examples
 ///
@@ -248,15 +254,10 @@ pub struct StreamCounts {
     pub tools_started: u64,
     /// Tool calls finished.
     pub tools_finished: u64,
-    /// Starts or finishes refused (bad id, duplicate, unknown, full set).
-    pub refused: u64,
     /// Turns ended.
     pub turns: u64,
     /// Tool calls reported only as completed, recorded as run whole.
     pub tools_whole: u64,
-    /// Background-task reports the record did not apply (a subagent's
-    /// launch, an end naming no recorded task, a bad id).
-    pub background_skipped: u64,
 }
 
 /// Reads one agent CLI's JSON-lines stream and reports what it says to a
@@ -373,7 +374,7 @@ impl AgentStream {
         if !self.line.is_empty() || self.oversized {
             self.end_line();
         }
-        self.tasks.release_hold(&mut self.counts);
+        self.tasks.release_hold();
         self.abandon_calls();
     }
 
@@ -435,7 +436,7 @@ impl AgentStream {
         } else {
             self.counts.events += 1;
             // A working status holds only until the next event (R5.10).
-            self.tasks.release_hold(&mut self.counts);
+            self.tasks.release_hold();
         }
         for event in events {
             self.apply(event);
@@ -464,7 +465,7 @@ impl AgentStream {
                     self.whole(id, &call_name(name, detail), outcome);
                 }
             }
-            AgentEvent::Working { status } => self.tasks.hold(status, &mut self.counts),
+            AgentEvent::Working { status } => self.tasks.hold(status),
             AgentEvent::TaskStarted {
                 task,
                 launch,
@@ -482,15 +483,14 @@ impl AgentStream {
                         from,
                     },
                     in_flight,
-                    &mut self.counts,
                 );
             }
             AgentEvent::TaskEnded {
                 task,
                 launch,
                 status,
-            } => self.tasks.ended(task, launch, status, &mut self.counts),
-            AgentEvent::TaskInventory(items) => self.tasks.inventory(&items, &mut self.counts),
+            } => self.tasks.ended(task, launch, status),
+            AgentEvent::TaskInventory(items) => self.tasks.inventory(&items),
             AgentEvent::Session { id } => self.tasks.session(id),
             AgentEvent::ToolFinished { id, ok } => {
                 let outcome = if ok {
@@ -501,7 +501,7 @@ impl AgentStream {
                 self.finished(id, outcome);
             }
             AgentEvent::Partial(event) => {
-                // Rejections are counted by the adapter's tracker.
+                // Rejections are counted on the task by the adapter (`args.`).
                 let _ = self.partial.feed_value(event);
             }
             AgentEvent::Text | AgentEvent::Other => {}
@@ -515,40 +515,34 @@ impl AgentStream {
     }
 
     /// Starts a call on the core's one set of calls in flight, which
-    /// checks the id and name and the cap (R10.6).
+    /// checks the id and name and the cap (R10.6); a refusal is counted on
+    /// the task (`tools.`).
     fn started(&mut self, id: &str, name: &str) {
-        match self.recorder.tool_started(id, name) {
-            Ok(()) => self.counts.tools_started += 1,
-            Err(_) => self.counts.refused += 1,
+        if tools::start(&self.recorder, id, name).is_ok() {
+            self.counts.tools_started += 1;
         }
     }
 
     fn finished(&mut self, id: &str, outcome: CallOutcome) {
-        match self.recorder.tool_finished(id, outcome) {
+        match tools::finish(&self.recorder, id, outcome) {
             Ok(()) => self.counts.tools_finished += 1,
             // A result for a call that never started (a Codex item that
-            // completes without starting, a resumed session).
-            Err(GuardError::UnknownCall { .. }) => {
-                self.counts.refused += 1;
-                return;
-            }
-            Err(_) => self.counts.refused += 1,
+            // completes without starting, a resumed session): counted.
+            Err(ToolCallError::UnknownCall(_)) => return,
+            Err(_) => {}
         }
         // A task that outlives the call that launched it runs in the
         // background from now on (R5.6).
-        self.tasks.call_returned(id, &mut self.counts);
+        self.tasks.call_returned(id);
     }
 
     /// Records a call reported only as completed: started and finished at
     /// once, so the last call shows it and the in-flight set is untouched.
     fn whole(&mut self, id: &str, name: &str, outcome: CallOutcome) {
-        let ran = self
-            .recorder
-            .tool_started(id, name)
-            .and_then(|()| self.recorder.tool_finished(id, outcome));
-        match ran {
-            Ok(()) => self.counts.tools_whole += 1,
-            Err(_) => self.counts.refused += 1,
+        let ran = tools::start(&self.recorder, id, name)
+            .and_then(|()| tools::finish(&self.recorder, id, outcome));
+        if ran.is_ok() {
+            self.counts.tools_whole += 1;
         }
     }
 

@@ -15,9 +15,9 @@
 
 use watchdog_core::{BackgroundKind, CallOutcome, Recorder, SignalKind};
 
-use super::StreamCounts;
 use crate::background::{
-    BackgroundRecord, EndNotice, EndStatus, Provenance, RowOp, SessionBoundary, MAX_PER_OWNER,
+    BackgroundError, BackgroundRecord, EndNotice, EndStatus, Provenance, RowOp, SessionBoundary,
+    MAX_PER_OWNER,
 };
 
 /// The id of the call that stands for a working status while it holds.
@@ -65,33 +65,25 @@ impl Tasks {
 
     /// A working status: held as a call named by the status until the next
     /// event line, so the execution budget applies (R5.10, R2.2).
-    pub(super) fn hold(&mut self, status: &str, counts: &mut StreamCounts) {
-        self.release_hold(counts);
+    pub(super) fn hold(&mut self, status: &str) {
+        self.release_hold();
         let name = super::call_name(status, None);
-        if self.recorder.tool_started(HOLD_ID, &name).is_ok() {
-            self.holding = true;
-        } else {
-            counts.refused += 1;
-        }
+        // A refusal is counted on the task (`tools.`, R10.6).
+        self.holding = crate::tools::start(&self.recorder, HOLD_ID, &name).is_ok();
     }
 
     /// Ends a working status's hold, if one is held.
-    pub(super) fn release_hold(&mut self, _counts: &mut StreamCounts) {
+    pub(super) fn release_hold(&mut self) {
         if std::mem::take(&mut self.holding) {
             let _ = self.recorder.tool_finished(HOLD_ID, CallOutcome::Success);
         }
     }
 
-    pub(super) fn started(
-        &mut self,
-        s: Started<'_>,
-        call_in_flight: bool,
-        counts: &mut StreamCounts,
-    ) {
+    pub(super) fn started(&mut self, s: Started<'_>, call_in_flight: bool) {
         let Some(launch) = s.launch.filter(|l| !l.is_empty()) else {
             // No launching call to match an end with: the next inventory
             // names it if it runs in the background.
-            counts.background_skipped += 1;
+            self.record.refuse(BackgroundError::NoLaunch(cut(s.task)));
             return;
         };
         if matches!(s.from, Provenance::Agent) && !s.backgrounded && call_in_flight {
@@ -106,36 +98,24 @@ impl Tasks {
             });
             return;
         }
-        if self
-            .record
-            .launch_from(s.task, launch, s.kind, s.from)
-            .is_err()
-        {
-            counts.background_skipped += 1;
-        }
+        // A launch the record does not apply is counted on the task
+        // (`background.`, R10.6).
+        let _ = self.record.launch_from(s.task, launch, s.kind, s.from);
     }
 
     /// Call `id` returned: tasks it launched that still run are in the
     /// background now.
-    pub(super) fn call_returned(&mut self, id: &str, counts: &mut StreamCounts) {
+    pub(super) fn call_returned(&mut self, id: &str) {
         let (moved, kept): (Vec<Pending>, Vec<Pending>) = std::mem::take(&mut self.pending)
             .into_iter()
             .partition(|p| p.launch == id);
         self.pending = kept;
         for p in moved {
-            if self.record.launch(&p.task, &p.launch, p.kind).is_err() {
-                counts.background_skipped += 1;
-            }
+            let _ = self.record.launch(&p.task, &p.launch, p.kind);
         }
     }
 
-    pub(super) fn ended(
-        &mut self,
-        task: &str,
-        launch: Option<&str>,
-        status: EndStatus,
-        counts: &mut StreamCounts,
-    ) {
+    pub(super) fn ended(&mut self, task: &str, launch: Option<&str>, status: EndStatus) {
         self.recorder.signal(SignalKind::ToolCall);
         let before = self.pending.len();
         self.pending
@@ -144,7 +124,7 @@ impl Tasks {
             return;
         }
         let Some(launch) = launch else {
-            counts.background_skipped += 1;
+            self.record.refuse(BackgroundError::NoLaunch(cut(task)));
             return;
         };
         let notice = EndNotice {
@@ -152,25 +132,19 @@ impl Tasks {
             launch,
             status,
         };
-        if self.record.end_row(RowOp::Enqueue, &[notice]).is_err() {
-            counts.background_skipped += 1;
-        }
+        let _ = self.record.end_row(RowOp::Enqueue, &[notice]);
     }
 
     /// The complete list of background tasks: replaces the record, leaving
     /// out tasks whose launching call is still in flight.
-    pub(super) fn inventory(
-        &mut self,
-        items: &[(&str, BackgroundKind)],
-        counts: &mut StreamCounts,
-    ) {
+    pub(super) fn inventory(&mut self, items: &[(&str, BackgroundKind)]) {
         let pending = &self.pending;
         let listed = items
             .iter()
             .copied()
             .filter(|(id, _)| !pending.iter().any(|p| p.task == *id));
-        let problems = self.record.inventory(listed);
-        counts.background_skipped += problems.len() as u64;
+        // Each item not stored is counted on the task by the record.
+        let _ = self.record.inventory(listed);
     }
 
     /// A session id: a new one clears the record (a new process can never
@@ -193,4 +167,9 @@ impl Tasks {
     pub(super) fn turn_end(&mut self) {
         self.pending.clear();
     }
+}
+
+/// An untrusted task id for an error message, cut to 256 bytes.
+fn cut(id: &str) -> String {
+    super::names::cut_bytes(id.to_owned(), 256)
 }

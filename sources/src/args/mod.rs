@@ -26,18 +26,21 @@
 #[macro_use]
 mod adapter;
 pub mod anthropic;
+mod blocks;
 pub mod gemini;
 pub mod openai;
+mod rejection;
 pub mod responses;
 
-use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
-use std::hash::{BuildHasher, RandomState};
 
 use watchdog_core::Recorder;
 
+use crate::refusal::refuse;
 use adapter::{feed_json, settle, Acc};
 pub use adapter::{StreamAdapter, StreamFormat, UnknownStreamFormat};
+use blocks::{BlockSet, Replays};
+pub use rejection::{Rejection, RejectionCounts};
 
 /// Block indices are accepted in `0..MAX_BLOCKS` (R5.2).
 pub const MAX_BLOCKS: u64 = 4096;
@@ -78,182 +81,7 @@ pub enum Freshness {
     Deduplicated,
 }
 
-/// Why an event did not renew the task; every rejection is counted.
-///
-/// The first group is the tracker's own rules (R5.2); the second is what
-/// the stream adapters refuse before the rules apply (malformed input).
-///
-/// # Examples
-///
-/// ```
-/// use stallguard_sources::args::Rejection;
-/// assert_eq!(Rejection::DuplicateDelta.to_string(), "delta already seen at this position in this generation");
-/// assert_eq!(Rejection::ALL.len(), Rejection::COUNT);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
-#[non_exhaustive]
-pub enum Rejection {
-    /// A message timestamp below zero.
-    #[error("message timestamp is negative")]
-    NegativeTimestamp,
-    /// A message timestamp not above the last accepted one (a replay or a
-    /// reordered stream).
-    #[error("message timestamp is not above the last accepted one")]
-    StaleTimestamp,
-    /// A message start while another message's generation is active.
-    #[error("a generation is already active")]
-    GenerationActive,
-    /// A block or delta event with no active generation.
-    #[error("no active generation")]
-    NoActiveGeneration,
-    /// A block index outside `0..4096`.
-    #[error("block index outside 0..4096")]
-    IndexOutOfRange,
-    /// A tool-call block announced with an empty id.
-    #[error("tool-call block has an empty id")]
-    EmptyId,
-    /// A tool-call block announced with an empty name.
-    #[error("tool-call block has an empty name")]
-    EmptyName,
-    /// A second announcement of a block (open or closed) in one generation.
-    #[error("block already announced in this generation")]
-    BlockAlreadyAnnounced,
-    /// A delta or stop on a block never announced.
-    #[error("block was never announced")]
-    BlockNotAnnounced,
-    /// A delta or stop on a block that already closed.
-    #[error("block already closed")]
-    BlockClosed,
-    /// A delta that is not a non-empty string.
-    #[error("delta is empty")]
-    EmptyDelta,
-    /// A delta already seen at the same position in this generation (a
-    /// replay; [`Freshness::Deduplicated`] only).
-    #[error("delta already seen at this position in this generation")]
-    DuplicateDelta,
-    /// Not JSON (or not UTF-8).
-    #[error("not valid JSON")]
-    InvalidJson,
-    /// JSON of the wrong shape: a missing field or a field of the wrong type.
-    #[error("malformed event")]
-    MalformedEvent,
-    /// A message timestamp that is not an integer or does not fit.
-    #[error("message timestamp is not a representable integer")]
-    BadTimestamp,
-    /// A chat-completions choice other than index 0 (not tracked).
-    #[error("choice index other than 0 is not tracked")]
-    UnsupportedChoice,
-}
-
-impl Rejection {
-    /// Every reason, in counter order.
-    pub const ALL: [Rejection; 16] = [
-        Rejection::NegativeTimestamp,
-        Rejection::StaleTimestamp,
-        Rejection::GenerationActive,
-        Rejection::NoActiveGeneration,
-        Rejection::IndexOutOfRange,
-        Rejection::EmptyId,
-        Rejection::EmptyName,
-        Rejection::BlockAlreadyAnnounced,
-        Rejection::BlockNotAnnounced,
-        Rejection::BlockClosed,
-        Rejection::EmptyDelta,
-        Rejection::DuplicateDelta,
-        Rejection::InvalidJson,
-        Rejection::MalformedEvent,
-        Rejection::BadTimestamp,
-        Rejection::UnsupportedChoice,
-    ];
-
-    /// The number of reasons.
-    pub const COUNT: usize = Rejection::ALL.len();
-
-    /// Returns the snake_case name used in logs and metrics.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Rejection::NegativeTimestamp => "negative_timestamp",
-            Rejection::StaleTimestamp => "stale_timestamp",
-            Rejection::GenerationActive => "generation_active",
-            Rejection::NoActiveGeneration => "no_active_generation",
-            Rejection::IndexOutOfRange => "index_out_of_range",
-            Rejection::EmptyId => "empty_id",
-            Rejection::EmptyName => "empty_name",
-            Rejection::BlockAlreadyAnnounced => "block_already_announced",
-            Rejection::BlockNotAnnounced => "block_not_announced",
-            Rejection::BlockClosed => "block_closed",
-            Rejection::EmptyDelta => "empty_delta",
-            Rejection::DuplicateDelta => "duplicate_delta",
-            Rejection::InvalidJson => "invalid_json",
-            Rejection::MalformedEvent => "malformed_event",
-            Rejection::BadTimestamp => "bad_timestamp",
-            Rejection::UnsupportedChoice => "unsupported_choice",
-        }
-    }
-
-    fn slot(self) -> usize {
-        // ALL is in declaration order, so the discriminant is the slot.
-        self as usize
-    }
-}
-
-/// Per-reason counters of rejections.
-///
-/// # Examples
-///
-/// ```
-/// use stallguard_sources::args::{RejectionCounts, Rejection};
-/// let counts = RejectionCounts::default();
-/// assert_eq!(counts.get(Rejection::EmptyDelta), 0);
-/// assert_eq!(counts.total(), 0);
-/// ```
-#[derive(Clone, Default, PartialEq, Eq)]
-pub struct RejectionCounts([u64; Rejection::COUNT]);
-
-impl RejectionCounts {
-    /// Returns how many times `reason` was counted.
-    pub fn get(&self, reason: Rejection) -> u64 {
-        self.0[reason.slot()]
-    }
-
-    /// Returns the sum over every reason.
-    pub fn total(&self) -> u64 {
-        self.0.iter().sum()
-    }
-
-    /// Iterates the reasons counted at least once, with their counts.
-    pub fn iter(&self) -> impl Iterator<Item = (Rejection, u64)> + '_ {
-        Rejection::ALL
-            .into_iter()
-            .map(|r| (r, self.get(r)))
-            .filter(|(_, n)| *n != 0)
-    }
-
-    fn add(&mut self, reason: Rejection) {
-        let c = &mut self.0[reason.slot()];
-        *c = c.saturating_add(1);
-    }
-}
-
-impl fmt::Debug for RejectionCounts {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_map()
-            .entries(self.iter().map(|(r, n)| (r.as_str(), n)))
-            .finish()
-    }
-}
-
-/// What an accepted event did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Step {
-    /// A fresh delta: the task was renewed.
-    Renewed,
-    /// A message or block boundary was accepted; nothing renewed.
-    Tracked,
-    /// An event that is not argument progress (ping, text, usage): nothing
-    /// renewed, nothing counted.
-    Ignored,
-}
+pub use crate::refusal::Step;
 
 /// Decides which streamed tool-argument deltas are fresh progress (R5.2)
 /// and renews the task for those only.
@@ -262,8 +90,8 @@ pub enum Step {
 /// [`Freshness::Deduplicated`] mode only, at most [`MAX_FINGERPRINTS`]
 /// 64-bit fingerprints and one length per open block. Ids, names and delta
 /// text are checked and dropped, never stored or logged. Every refusal is a
-/// [`Rejection`], counted in [`ArgumentTracker::rejections`]; nothing here
-/// panics on input.
+/// [`Rejection`], counted on the task (`args.` keys, read back by
+/// [`ArgumentTracker::rejections`]); nothing here panics on input.
 ///
 /// # Examples
 ///
@@ -295,7 +123,6 @@ pub struct ArgumentTracker {
     /// Present in [`Freshness::Deduplicated`] mode only.
     dedup: Option<Box<Replays>>,
     accepted: u64,
-    rejections: RejectionCounts,
 }
 
 impl fmt::Debug for ArgumentTracker {
@@ -308,7 +135,7 @@ impl fmt::Debug for ArgumentTracker {
             .field("open_blocks", &self.open_blocks())
             .field("fingerprints", &self.fingerprints())
             .field("accepted", &self.accepted)
-            .field("rejections", &self.rejections)
+            .field("rejections", &self.rejections())
             .finish()
     }
 }
@@ -334,7 +161,6 @@ impl ArgumentTracker {
                 Freshness::Deduplicated => Some(Box::default()),
             },
             accepted: 0,
-            rejections: RejectionCounts::default(),
         }
     }
 
@@ -478,13 +304,10 @@ impl ArgumentTracker {
 
     /// Counts a rejection found outside the tracker (an adapter's parse).
     ///
-    /// Every rejection is also counted on the task, so its status snapshot
-    /// shows it by reason (R4.2).
+    /// Every rejection is counted on the task, under `args.` and the
+    /// reason, so its status snapshot shows it by key (R4.2, R10.6).
     pub fn reject(&mut self, reason: Rejection) -> Rejection {
-        self.rejections.add(reason);
-        self.recorder.refused(reason.as_str());
-        tracing::debug!(task = %self.recorder.id(), reason = reason.as_str(), "argument event rejected");
-        reason
+        refuse(&self.recorder, reason)
     }
 
     /// Returns true while a message's generation is active.
@@ -519,9 +342,11 @@ impl ArgumentTracker {
         self.accepted
     }
 
-    /// Returns the per-reason rejection counters.
-    pub fn rejections(&self) -> &RejectionCounts {
-        &self.rejections
+    /// Returns the task's `args.` refusals by reason, read from the task
+    /// (R10.6): every adapter and tracker on the task counts there, so
+    /// this is theirs together; all zero once the task finished.
+    pub fn rejections(&self) -> RejectionCounts {
+        RejectionCounts::of(&self.recorder)
     }
 
     /// Returns the recorder of the task this tracker renews.
@@ -553,112 +378,6 @@ impl ArgumentTracker {
 
     fn note<T>(&mut self, r: Result<T, Rejection>) -> Result<T, Rejection> {
         r.map_err(|reason| self.reject(reason))
-    }
-}
-
-/// One bit per block index in `0..4096`.
-#[derive(Clone)]
-struct BlockSet(Box<[u64; (MAX_BLOCKS / 64) as usize]>);
-
-impl Default for BlockSet {
-    fn default() -> Self {
-        BlockSet(Box::new([0; (MAX_BLOCKS / 64) as usize]))
-    }
-}
-
-impl BlockSet {
-    fn contains(&self, i: u16) -> bool {
-        self.0[usize::from(i / 64)] & (1 << (i % 64)) != 0
-    }
-    fn insert(&mut self, i: u16) {
-        self.0[usize::from(i / 64)] |= 1 << (i % 64);
-    }
-    fn clear(&mut self) {
-        self.0.fill(0);
-    }
-    fn count(&self) -> usize {
-        self.0.iter().map(|w| w.count_ones() as usize).sum()
-    }
-}
-
-/// What [`Freshness::Deduplicated`] remembers of a generation: the last
-/// [`MAX_FINGERPRINTS`] positional fingerprints, oldest first, and each open
-/// block's accumulated length.
-struct Replays {
-    /// Keys the fingerprints; random per tracker so that no input can be
-    /// crafted offline to collide.
-    hasher: RandomState,
-    seen: HashSet<u64, IdentityHash>,
-    order: VecDeque<u64>,
-    lengths: HashMap<u16, u64>,
-}
-
-impl Default for Replays {
-    fn default() -> Self {
-        Replays {
-            hasher: RandomState::new(),
-            seen: HashSet::with_hasher(IdentityHash),
-            order: VecDeque::new(),
-            lengths: HashMap::new(),
-        }
-    }
-}
-
-impl Replays {
-    /// Offers `text` at `at` (the wire's own offset), or at the end of what
-    /// the block accepted so far when the wire carries none.
-    fn offer(&mut self, block: u16, at: Option<u64>, text: &str) -> Result<(), Rejection> {
-        let accumulated = self.lengths.get(&block).copied().unwrap_or(0);
-        let before = at.unwrap_or(accumulated);
-        let fp = self.hasher.hash_one((block, before, text));
-        if self.seen.contains(&fp) {
-            return Err(Rejection::DuplicateDelta);
-        }
-        if self.order.len() >= MAX_FINGERPRINTS {
-            if let Some(oldest) = self.order.pop_front() {
-                self.seen.remove(&oldest);
-            }
-        }
-        self.seen.insert(fp);
-        self.order.push_back(fp);
-        let end = before.saturating_add(text.len() as u64);
-        self.lengths.insert(block, accumulated.max(end));
-        Ok(())
-    }
-
-    fn clear(&mut self) {
-        self.seen.clear();
-        self.order.clear();
-        self.lengths.clear();
-    }
-}
-
-/// The fingerprints are already keyed SipHash outputs; hashing them again
-/// would only cost time.
-#[derive(Clone, Copy, Default)]
-struct IdentityHash;
-
-impl BuildHasher for IdentityHash {
-    type Hasher = IdentityHasher;
-    fn build_hasher(&self) -> IdentityHasher {
-        IdentityHasher(0)
-    }
-}
-
-struct IdentityHasher(u64);
-
-impl std::hash::Hasher for IdentityHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        // Only u64 keys are hashed; fold anything else for completeness.
-        for b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
     }
 }
 

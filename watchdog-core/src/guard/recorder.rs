@@ -230,9 +230,11 @@ impl Recorder {
         });
     }
 
-    /// Counts one input that a source refused for `reason`, a static
-    /// snake_case name; the status snapshot shows the count per reason
-    /// (R4.2), so a runner can see what its stream adapters turned away.
+    /// Counts one input that a source refused for `reason`, a static key
+    /// `source.reason` (the source's namespace, a dot, the reason in snake
+    /// case: `args.empty_delta`, `notify.bad_value`; R10.6); the status
+    /// snapshot shows the count per key (R4.2), so a runner can see what
+    /// its sources turned away.
     ///
     /// This takes the guard's lock like the other rare calls: it is meant
     /// for refusals, which real streams send a few of, not for every signal.
@@ -244,9 +246,9 @@ impl Recorder {
     ///
     /// let guard = Guard::builder().clock(ManualClock::new()).build();
     /// let task = guard.start("turn", Profile::default()).unwrap();
-    /// task.recorder().refused("empty_delta");
-    /// task.recorder().refused("empty_delta");
-    /// assert_eq!(task.status().unwrap().refused["empty_delta"], 2);
+    /// task.recorder().refused("args.empty_delta");
+    /// task.recorder().refused("args.empty_delta");
+    /// assert_eq!(task.status().unwrap().refused["args.empty_delta"], 2);
     /// ```
     pub fn refused(&self, reason: &'static str) {
         let _ = self.slow(|t, _, _| {
