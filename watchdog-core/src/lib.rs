@@ -52,6 +52,7 @@ mod guard;
 mod loom;
 #[cfg(all(test, loom))]
 mod loom_models;
+mod option;
 mod profile;
 #[cfg(test)]
 mod race;
@@ -75,6 +76,7 @@ pub use event::{
     ProcessName, TaskId,
 };
 pub use guard::{Guard, OutputCounter, Recorder, TaskHandle};
+pub use option::{Limit, OptionSpec, OptionValue, Setting, OPTIONS};
 pub use profile::{Profile, ProfileError};
 pub use signal::{KindSet, SignalKind, UnknownKind};
 pub use sink::{Delivered, Delivery, RecordingSink, Sink, SinkError};
