@@ -119,9 +119,10 @@ impl<'de> Deserialize<'de> for RawProfile {
 
 /// Turns a TOML value into the value the core's option entry takes.
 ///
-/// A bare number for a duration is refused unless it is 0: in a config
-/// file "90" could mean seconds or milliseconds, and a watchdog must not
-/// guess (R7.1). Node and Python, where a number is documented as
+/// A bare positive number for a duration is refused: in a config file
+/// "90" could mean seconds or milliseconds, and a watchdog must not guess
+/// (R7.1). A bare 0 is 0 in every unit (`grace-period = 0`, R3.5), and a
+/// negative one gets the core's "cannot be negative". Node and Python, where a number is documented as
 /// milliseconds, pass numbers on.
 fn option_value(
     spec: &OptionSpec,
@@ -138,11 +139,11 @@ fn option_value(
     };
     Ok(match v {
         toml::Value::String(s) => OptionValue::Text(s.clone()),
-        toml::Value::Integer(n) if spec.takes_duration() && *n != 0 => {
+        toml::Value::Integer(n) if spec.takes_duration() && *n > 0 => {
             return Err(bare(n.to_string()))
         }
         toml::Value::Integer(n) => OptionValue::Int(*n),
-        toml::Value::Float(x) if spec.takes_duration() && *x != 0.0 => {
+        toml::Value::Float(x) if spec.takes_duration() && x.is_finite() && *x > 0.0 => {
             return Err(bare(x.to_string()))
         }
         toml::Value::Float(x) => OptionValue::Float(*x),
