@@ -62,6 +62,7 @@ mod slab;
 mod status;
 mod task;
 mod timers;
+mod value;
 
 pub use builder::GuardBuilder;
 pub use calls::{CallProblem, MAX_CALLS_IN_FLIGHT, MAX_CALL_ID};
@@ -76,7 +77,7 @@ pub use event::{
     ProcessName, TaskId,
 };
 pub use guard::{Guard, OutputCounter, Recorder, TaskHandle};
-pub use option::{Limit, OptionSpec, OptionValue, Setting, OPTIONS};
+pub use option::{OptionSpec, Setting, OPTIONS};
 pub use profile::{Profile, ProfileError};
 pub use signal::{KindSet, SignalKind, UnknownKind};
 pub use sink::{Delivered, Delivery, RecordingSink, Sink, SinkError};
@@ -85,3 +86,4 @@ pub use status::{
     TaskStatus,
 };
 pub use task::ChildProbe;
+pub use value::{Limit, OptionValue};

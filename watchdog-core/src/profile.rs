@@ -7,8 +7,8 @@ use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
 
-use crate::option::Limit;
 use crate::signal::KindSet;
+use crate::value::Limit;
 
 /// The budgets and escalation settings a task is watched with.
 ///
