@@ -1,7 +1,9 @@
 //! A task's profile: its budgets (SPEC §2) and escalation settings (§3),
 //! one documented field per budget, validated against the ranges users see
-//! in config errors (R7.2). Parsing TOML lives in the facade crate; this
-//! module only holds the values and their rules.
+//! in config errors (R7.2). Reading an option as a door writes it (TOML,
+//! flags, Node, Python: [`Profile::set`]) and each key's range live in
+//! `option.rs`, one table for every door (R10.6); this module holds the
+//! values, the builder and the whole-profile check.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -13,18 +15,22 @@ use crate::value::Limit;
 /// The budgets and escalation settings a task is watched with.
 ///
 /// Every silence budget is renewable; `deadline` is not (R2.4). `None`
-/// means "off" for the optional ones.
+/// means "off" for the optional ones. Build one with the setters (a budget
+/// setter takes a `Duration`, [`Limit::Off`] or an `Option<Duration>`) or
+/// by key with [`Profile::set`], the entry every door uses (R10.6).
 ///
 /// # Examples
 ///
 /// ```
 /// use std::time::Duration;
-/// use watchdog_core::Profile;
+/// use watchdog_core::{Limit, Profile};
 ///
-/// let p = Profile::default()
+/// let mut p = Profile::default()
 ///     .idle(Duration::from_secs(60))
 ///     .execution(Duration::from_secs(600))
-///     .deadline(Duration::from_secs(7200));
+///     .deadline(Duration::from_secs(7200))
+///     .heartbeat_interval(Limit::Off);
+/// p.set("liveness", "30s").unwrap();
 /// p.validate().unwrap();
 /// // The execution phase allows the larger of execution and idle (R2.2).
 /// assert_eq!(p.execution_budget(), Some(Duration::from_secs(600)));
