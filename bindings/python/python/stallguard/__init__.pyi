@@ -66,7 +66,12 @@ class Guard:
         notify_only: Optional[bool] = None,
     ) -> Task:
         """Starts watching a task; its name must be unique among live tasks.
-        Keep the returned Task: dropping it finishes the task as abandoned."""
+        Keep the returned Task: dropping it finishes the task as abandoned.
+
+        The options are the keys of a TOML profile in snake_case, read by
+        the engine's one entry (R10.6): `describe_profile(**options)` shows
+        the profile they give. A bad value raises ValueError, an unknown key
+        TypeError."""
     def advance(self, ms: Duration) -> None:
         """Moves the manual clock forward and takes every verdict that came due."""
     def flush(self, timeout: Duration = "5s") -> None:
