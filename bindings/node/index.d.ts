@@ -1,5 +1,16 @@
-/** A duration: a humantime string (`'90s'`, `'1m 30s'`) or a number of milliseconds. */
+/** A duration: a humantime string (`'90s'`, `'1m 30s'`, `'0'`) or a number of milliseconds. */
 export type Duration = string | number;
+
+/**
+ * A budget: a duration, or off (`'off'`, `null` or `false`). The engine
+ * parses every option in one place (R10.6): the same values mean the same
+ * as in TOML, the CLI flags and Python, and a bad one throws a TypeError
+ * with the same message.
+ */
+export type Budget = Duration | 'off' | null | false;
+
+/** How a tool call ended: `'failure'` and `'error'` are the same outcome. */
+export type CallOutcome = 'success' | 'failure' | 'error' | 'cancelled';
 
 /** A signal kind of R5 (the names of the TOML `renewed-by` key). */
 export type SignalKind =
@@ -13,25 +24,25 @@ export type SignalKind =
 
 /** A task's budgets and escalation settings (SPEC §2, §3); omitted keys keep the defaults. */
 export interface TaskOptions {
-  /** R2.1: longest silence with no tool call in flight; `null` turns it off. Default `'300s'`. */
-  idle?: Duration | null;
+  /** R2.1: longest silence with no tool call in flight; `'off'` turns it off. Default `'5m'`. */
+  idle?: Budget;
   /** R2.2: longest silence while a tool call is in flight; the budget is max(execution, idle). */
-  execution?: Duration | null;
+  execution?: Budget;
   /** R2.3: longest silence before the first progress signal. */
-  startup?: Duration | null;
+  startup?: Budget;
   /** R2.4: total time from the start, never renewed. */
-  deadline?: Duration | null;
+  deadline?: Budget;
   /** R2.9: the furthest the deadline may be extended, from the start. */
-  maxDeadline?: Duration | null;
+  maxDeadline?: Budget;
   /** R2.5: longest gap between heartbeats, armed by the first. */
-  liveness?: Duration | null;
-  /** R3.7: outbound heartbeat cadence; `null` disables heartbeats. Default `'10s'`. */
-  heartbeatInterval?: Duration | null;
+  liveness?: Budget;
+  /** R3.7: outbound heartbeat cadence, 1 s to 1 h; `'off'`, `0` or `null` disables heartbeats. Default `'10s'`. */
+  heartbeatInterval?: Budget;
   /** R3.6: when to emit the one `long_running` event. */
-  longRunningAfter?: Duration | null;
+  longRunningAfter?: Budget;
   /** R3.2: the strike that cancels; 0 means notify only. Default 1. */
   terminateAfter?: number;
-  /** R3.5: time between the cancel and the kill action. Default `'10s'`. */
+  /** R3.5: time between the cancel and the kill action, 0 to 1 h (`0` kills at once; never off). Default `'10s'`. */
   gracePeriod?: Duration;
   /** R3.4: deadline and liveness verdicts notify instead of cancelling. */
   notifyOnly?: boolean;
@@ -114,7 +125,7 @@ export class Task {
   /** A tool call started: the execution budget applies (R2.2). The engine's one set of calls in flight checks it (R10.6): an empty id or name, one over 256 bytes, an id already in flight, or a start past 1024 in flight throws an Error with the same message as Rust and Python. */
   toolStarted(id: string, name: string): void;
   /** A tool call ended. */
-  toolFinished(id: string, outcome: 'success' | 'failure'): void;
+  toolFinished(id: string, outcome: CallOutcome): void;
   /** An adapter for `format`'s stream events; an unknown format throws a TypeError naming the four. */
   argumentStream(format: StreamFormat): ArgumentStream;
   /** Anthropic Messages stream events: `argumentStream('anthropic')`. */
@@ -164,6 +175,13 @@ export class Guard {
    */
   flush(timeout?: Duration): Promise<void>;
 }
+
+/**
+ * The profile `options` give, as `start` would use it, in the engine's
+ * canonical form (R10.6): one `key = value` line per key, in TOML syntax.
+ * Throws a TypeError naming a bad option, as `start` does.
+ */
+export function describeProfile(options?: TaskOptions): string;
 
 /** The error a task's signal is aborted with. */
 export class StallError extends Error {

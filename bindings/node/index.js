@@ -216,4 +216,13 @@ class Guard {
   }
 }
 
-module.exports = { Guard, Task, StallError };
+/**
+ * The profile `options` give, as `start` would use it, in the engine's
+ * canonical form (R10.6): one `key = value` line per key, the same text
+ * Rust's `Profile::describe` and Python's `describe_profile` give.
+ */
+function describeProfile(options) {
+  return native.describeProfile(options);
+}
+
+module.exports = { Guard, Task, StallError, describeProfile };

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use stallguard::{OptionSpec, Setting};
 
 /// Runs a command under a watchdog that tells a silent-but-working job from
 /// a dead one.
@@ -85,39 +86,39 @@ pub(crate) struct RunArgs {
     pub(crate) profile: Option<String>,
 
     /// Longest silence allowed (no output, no progress), or "off".
-    #[arg(long, value_name = "D", value_parser = budget, allow_hyphen_values = true)]
-    pub(crate) idle: Option<Budget>,
+    #[arg(long, value_name = "D", value_parser = OptionFlag("idle"), allow_hyphen_values = true)]
+    pub(crate) idle: Option<Setting>,
 
     /// Longest silence while a tool call is in flight (an agent's own build
     /// or test run), or "off" for the idle budget [default: the config's
     /// `execution`; with --stream and none set anywhere, 30m].
-    #[arg(long, value_name = "D", value_parser = budget, allow_hyphen_values = true)]
-    pub(crate) execution: Option<Budget>,
+    #[arg(long, value_name = "D", value_parser = OptionFlag("execution"), allow_hyphen_values = true)]
+    pub(crate) execution: Option<Setting>,
 
     /// Longest silence before the first output, or "off" for the idle budget.
-    #[arg(long, value_name = "D", value_parser = budget, allow_hyphen_values = true)]
-    pub(crate) startup: Option<Budget>,
+    #[arg(long, value_name = "D", value_parser = OptionFlag("startup"), allow_hyphen_values = true)]
+    pub(crate) startup: Option<Setting>,
 
     /// Longest gap between sd_notify WATCHDOG=1 heartbeats once the first
     /// came, or "off".
-    #[arg(long, value_name = "D", value_parser = budget, allow_hyphen_values = true)]
-    pub(crate) liveness: Option<Budget>,
+    #[arg(long, value_name = "D", value_parser = OptionFlag("liveness"), allow_hyphen_values = true)]
+    pub(crate) liveness: Option<Setting>,
 
     /// Total time allowed from the start, never renewed, or "off".
-    #[arg(long, value_name = "D", value_parser = budget, allow_hyphen_values = true)]
-    pub(crate) deadline: Option<Budget>,
+    #[arg(long, value_name = "D", value_parser = OptionFlag("deadline"), allow_hyphen_values = true)]
+    pub(crate) deadline: Option<Setting>,
 
     /// Interval of `heartbeat` events while silent (--events), or "off"/0.
-    #[arg(long, value_name = "D", value_parser = budget, allow_hyphen_values = true)]
-    pub(crate) heartbeat: Option<Budget>,
+    #[arg(long, value_name = "D", value_parser = OptionFlag("heartbeat-interval"), allow_hyphen_values = true)]
+    pub(crate) heartbeat: Option<Setting>,
 
     /// Stall number that stops the command; 0 only reports stalls.
-    #[arg(long, value_name = "N")]
-    pub(crate) terminate_after: Option<u32>,
+    #[arg(long, value_name = "N", value_parser = OptionFlag("terminate-after"), allow_hyphen_values = true)]
+    pub(crate) terminate_after: Option<Setting>,
 
-    /// Time between SIGTERM and SIGKILL.
-    #[arg(long, value_name = "D", value_parser = duration, allow_hyphen_values = true)]
-    pub(crate) grace: Option<Duration>,
+    /// Time between SIGTERM and SIGKILL; 0 kills at once.
+    #[arg(long, value_name = "D", value_parser = OptionFlag("grace-period"), allow_hyphen_values = true)]
+    pub(crate) grace: Option<Setting>,
 
     /// Write events as JSON lines to PATH ("-" for stderr), appended one
     /// whole line per write, so runs can share a file; a FIFO with no reader
@@ -217,12 +218,36 @@ pub(crate) struct ControlArgs {
     pub(crate) json: bool,
 }
 
-/// A budget flag's value: a duration, or `None` for "off".
+/// The value parser of a flag that sets profile option `.0`: the core's
+/// one entry parses and range-checks it, and its error names the flag
+/// (R10.6, R7.2).
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Budget(pub(crate) Option<Duration>);
+pub(crate) struct OptionFlag(pub(crate) &'static str);
 
-fn budget(s: &str) -> Result<Budget, String> {
-    stallguard::config::parse_budget(s).map(Budget)
+impl clap::builder::TypedValueParser for OptionFlag {
+    type Value = Setting;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Setting, clap::Error> {
+        let flag = arg
+            .and_then(clap::Arg::get_long)
+            .map_or_else(|| self.0.to_owned(), |l| format!("--{l}"));
+        let fail = |msg: String| {
+            clap::Error::raw(clap::error::ErrorKind::ValueValidation, format!("{msg}\n"))
+                .with_cmd(cmd)
+        };
+        let text = value
+            .to_str()
+            .ok_or_else(|| fail(format!("{flag}: {value:?} is not valid UTF-8")))?;
+        let spec = OptionSpec::find(self.0)
+            .ok_or_else(|| fail(format!("{flag}: no profile option `{}`", self.0)))?;
+        spec.parse(&flag, text.into())
+            .map_err(|e| fail(e.to_string()))
+    }
 }
 
 fn duration(s: &str) -> Result<Duration, String> {

@@ -115,14 +115,11 @@ pub(crate) fn table(
 }
 
 /// Renders one key of an effective profile as a person reads it, saying
-/// what "off" falls back to where it falls back.
+/// what "off" falls back to where it falls back; the core shows the rest
+/// (R10.6).
 fn value(p: &Profile, r: &RunOptions, key: &str) -> String {
-    let d = |v: Option<std::time::Duration>| match v {
-        Some(d) => humantime::format_duration(d).to_string(),
-        None => "off".into(),
-    };
+    let d = |v: Option<std::time::Duration>| stallguard::Limit::from(v).to_string();
     match key {
-        "idle" => d(p.idle),
         "execution" => match p.execution {
             Some(_) => d(p.execution_budget()),
             None => format!("= idle ({})", d(p.idle)),
@@ -131,25 +128,11 @@ fn value(p: &Profile, r: &RunOptions, key: &str) -> String {
             Some(_) => d(p.startup),
             None => format!("= idle ({})", d(p.idle)),
         },
-        "deadline" => d(p.deadline),
-        "max-deadline" => d(p.max_deadline),
-        "liveness" => d(p.liveness),
-        "renewed-by" => p
-            .renewed_by
-            .iter()
-            .map(|k| k.as_str())
-            .collect::<Vec<_>>()
-            .join(","),
         "terminate-after" if p.terminate_after == 0 => "0 (notify only)".into(),
-        "terminate-after" => p.terminate_after.to_string(),
-        "grace-period" => d(Some(p.grace_period)),
-        "heartbeat-interval" => d(p.heartbeat_interval),
-        "long-running-after" => d(p.long_running_after),
-        "notify-only" => p.notify_only.to_string(),
         "leak-timeout" => d(Some(r.leak_timeout)),
         "on-leftover" => r.on_leftover.as_str().into(),
         "on-input-wait" => r.on_input_wait.as_str().into(),
         "pty" => r.pty.to_string(),
-        _ => String::new(),
+        key => stallguard::OptionSpec::find(key).map_or_else(String::new, |o| o.show(p)),
     }
 }

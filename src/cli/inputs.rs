@@ -28,26 +28,19 @@ pub(crate) const SOCKET_PATH_MAX: usize = 107;
 /// `--deadline`, `--execution`, `--startup`, `--liveness`, `--heartbeat`,
 /// `--terminate-after`, `--grace`.
 pub(crate) fn apply_flags(args: &RunArgs, profile: &mut Profile) {
-    let budgets = [
-        (args.idle, &mut profile.idle),
-        (args.deadline, &mut profile.deadline),
-        (args.execution, &mut profile.execution),
-        (args.startup, &mut profile.startup),
-        (args.liveness, &mut profile.liveness),
+    // R10.6: each flag holds a value the core's one entry parsed.
+    let flags = [
+        &args.idle,
+        &args.deadline,
+        &args.execution,
+        &args.startup,
+        &args.liveness,
+        &args.heartbeat,
+        &args.terminate_after,
+        &args.grace,
     ];
-    for (flag, field) in budgets {
-        if let Some(b) = flag {
-            *field = b.0;
-        }
-    }
-    if let Some(b) = args.heartbeat {
-        profile.heartbeat_interval = b.0.filter(|d| !d.is_zero());
-    }
-    if let Some(n) = args.terminate_after {
-        profile.terminate_after = n;
-    }
-    if let Some(d) = args.grace {
-        profile.grace_period = d;
+    for setting in flags.into_iter().flatten() {
+        profile.apply(setting);
     }
 }
 

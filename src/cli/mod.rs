@@ -6,6 +6,8 @@ pub(crate) mod args;
 pub(crate) mod check;
 pub(crate) mod console;
 pub(crate) mod control;
+#[cfg(test)]
+mod doors;
 pub(crate) mod exec;
 pub(crate) mod input_wait;
 pub(crate) mod inputs;

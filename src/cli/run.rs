@@ -97,7 +97,7 @@ impl Run {
         super::inputs::apply_flags(&args, &mut profile);
         super::inputs::stream_default(&mut profile, stream.is_some(), args.execution.is_some());
         profile.validate().map_err(|e| {
-            let flag = super::inputs::flag_of(e.key);
+            let flag = super::inputs::flag_of(&e.key);
             format!("{flag} is {}, expected {}", e.found, e.expected)
         })?;
         if let Some(path) = &args.socket {

@@ -59,7 +59,8 @@ pub enum ConfigErrorKind {
     TooLarge(u64),
     /// The text is not valid TOML.
     Syntax(String),
-    /// A key is unknown or a value has the wrong type or form; the message
+    /// A key is unknown or a value has the wrong type or form (the core's
+    /// [`ProfileError::problem`] for a profile option, R10.6); the message
     /// says what was expected.
     Invalid(String),
     /// A value is outside its allowed range.
@@ -136,7 +137,7 @@ impl fmt::Display for ConfigError {
         f.write_str(": ")?;
         match &*self.kind {
             ConfigErrorKind::OutOfRange(e) => {
-                let key = self.key.as_deref().unwrap_or(e.key);
+                let key = self.key.as_deref().unwrap_or(&e.key);
                 write!(f, "{key} is {}, expected {}", e.found, e.expected)
             }
             kind => {

@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 use watchdog_core::Profile;
 
 pub use error::{ConfigError, ConfigErrorKind, Location};
-use raw::{RawConfig, RawProfile, PROFILE_KEYS, TOP_KEYS};
+use raw::{profile_keys, RawConfig, RawProfile, TOP_KEYS};
 
 /// The shipped default config: the built-in defaults and their documentation.
 pub const DEFAULT_TOML: &str = include_str!("../../stallguard.default.toml");
@@ -94,21 +94,27 @@ impl Config {
     /// mistake in a rarely used profile surfaces at `stallguard check`.
     #[allow(clippy::should_implement_trait)] // two arguments: not FromStr
     pub fn from_str(text: &str, origin: &str) -> Result<Config, ConfigError> {
-        let raw = parse(text, origin)?;
+        let mut raw = parse(text, origin)?;
+        // R10.6: every option goes through the core's one entry, which
+        // checks its form and range; errors point at the value.
+        raw.defaults.resolve(text, origin, DEFAULTS_NAME)?;
+        for (name, table) in &mut raw.profile {
+            table.resolve(text, origin, &format!("profile.{name}"))?;
+        }
         let config = Config {
             origin: origin.to_owned(),
             defaults: raw.defaults,
             profiles: raw.profile,
         };
         let locate = |table: &RawProfile, path: String, e: watchdog_core::ProfileError| {
-            let span = table.span_of(e.key);
+            let span = table.span_of(&e.key);
             let mut e = e;
             // Show the value as the user wrote it: humantime would render
             // "40days" as "1month 9days 13h 26m 24s".
             if let Some(written) = span.as_ref().and_then(|s| text.get(s.clone())) {
                 e.found = written.trim().trim_matches('"').to_owned();
             }
-            let key = e.key;
+            let key = e.key.clone();
             let mut err = ConfigError::new(origin, ConfigErrorKind::OutOfRange(e));
             if let Some(span) = span {
                 err.location = Some(Location::of_offset(text, span.start));
@@ -127,7 +133,7 @@ impl Config {
                 // Point at the table that set the refused key: the profile
                 // if it did, else [defaults] (a cross-key rule such as
                 // deadline <= max-deadline can be broken by the mix).
-                return Err(if table.span_of(e.key).is_some() {
+                return Err(if table.span_of(&e.key).is_some() {
                     locate(table, format!("profile.{name}"), e)
                 } else {
                     locate(&config.defaults, DEFAULTS_NAME.into(), e)
@@ -212,7 +218,7 @@ impl Config {
 
     /// Returns every kebab-case key a profile table accepts.
     pub fn keys() -> &'static [&'static str] {
-        PROFILE_KEYS
+        profile_keys()
     }
 
     fn defaults_profile(&self) -> Profile {
@@ -390,11 +396,9 @@ impl OnLeftover {
 /// assert!(parse_budget("soon").unwrap_err().contains("expected a duration"));
 /// ```
 pub fn parse_budget(s: &str) -> Result<Option<std::time::Duration>, String> {
-    if s.trim() == "off" {
-        return Ok(None);
-    }
-    elements::parse_duration(s)
-        .map(Some)
+    // R10.6: the core's one reading of a budget.
+    s.parse::<watchdog_core::Limit>()
+        .map(watchdog_core::Limit::duration)
         .map_err(|e| format!("{e}, expected {}, or \"off\"", elements::DURATION_EXPECTED))
 }
 
@@ -408,10 +412,8 @@ pub fn parse_budget(s: &str) -> Result<Option<std::time::Duration>, String> {
 pub fn builtin() -> &'static Profile {
     static BUILTIN: OnceLock<Profile> = OnceLock::new();
     BUILTIN.get_or_init(|| {
-        let raw = parse(DEFAULT_TOML, "stallguard.default.toml")
-            .unwrap_or_else(|e| panic!("the embedded default config is broken: {e}"));
         let mut p = Profile::default();
-        raw.defaults.apply(&mut p);
+        builtin_raw().apply(&mut p);
         p
     })
 }
@@ -421,9 +423,13 @@ pub fn builtin() -> &'static Profile {
 fn builtin_raw() -> &'static RawProfile {
     static RAW: OnceLock<RawProfile> = OnceLock::new();
     RAW.get_or_init(|| {
-        parse(DEFAULT_TOML, "stallguard.default.toml")
+        let origin = "stallguard.default.toml";
+        let mut raw = parse(DEFAULT_TOML, origin)
             .unwrap_or_else(|e| panic!("the embedded default config is broken: {e}"))
-            .defaults
+            .defaults;
+        raw.resolve(DEFAULT_TOML, origin, DEFAULTS_NAME)
+            .unwrap_or_else(|e| panic!("the embedded default config is broken: {e}"));
+        raw
     })
 }
 
@@ -468,7 +474,7 @@ fn with_key_hint(message: &str, path: &str) -> String {
         .filter(|s| !s.is_empty() && *s != "?")
         .count();
     let top_level = depth <= 1 && !path.starts_with("defaults") && !path.starts_with("profile.");
-    let valid: &[&str] = if top_level { TOP_KEYS } else { PROFILE_KEYS };
+    let valid: &[&str] = if top_level { TOP_KEYS } else { profile_keys() };
     let what = if top_level { "table" } else { "key" };
     let mut out = format!("unknown {what} `{typo}`");
     if let Some(hint) = error::closest(typo, valid.iter().copied()) {
@@ -489,8 +495,11 @@ mod tests {
     // R7.1: the shipped default file sets every key, so it documents them all.
     #[test]
     fn default_file_sets_every_key() {
-        let raw = parse(DEFAULT_TOML, "default").unwrap();
-        for key in PROFILE_KEYS {
+        let mut raw = parse(DEFAULT_TOML, "default").unwrap();
+        raw.defaults
+            .resolve(DEFAULT_TOML, "default", "defaults")
+            .unwrap();
+        for key in profile_keys() {
             assert!(
                 raw.defaults.span_of(key).is_some(),
                 "{key} is not in stallguard.default.toml"

@@ -1,39 +1,46 @@
-//! The config file as written: one optional, spanned field per budget, so a
-//! range error found after merging can still point at the line that set it.
+//! The config file as written: each table's profile options as spanned
+//! values, parsed by the core's one option entry (R10.6), so a range error
+//! found after merging can still point at the line that set it; and the
+//! keys of `stallguard run` that are not part of a profile.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::ops::Range;
+use std::sync::OnceLock;
 
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use toml::Spanned;
-use watchdog_core::Profile;
+use watchdog_core::{OptionSpec, OptionValue, Profile, ProfileError, Setting, OPTIONS};
 
-use super::elements::{RenewedBy, Span, StreamKey, Strikes, Switch};
-use super::{OnInputWait, OnLeftover, RunOptions};
+use super::elements::{Span, StreamKey};
+use super::{ConfigError, ConfigErrorKind, Location, OnInputWait, OnLeftover, RunOptions};
 
 /// The top-level tables a config file may hold.
 pub(crate) const TOP_KEYS: &[&str] = &["defaults", "profile"];
 
-/// Every key a profile table may hold, in the order `check` prints them.
-pub(crate) const PROFILE_KEYS: &[&str] = &[
-    "idle",
-    "execution",
-    "startup",
-    "deadline",
-    "max-deadline",
-    "liveness",
-    "renewed-by",
-    "terminate-after",
-    "grace-period",
-    "heartbeat-interval",
-    "long-running-after",
-    "notify-only",
+/// The keys of `stallguard run` a table may hold besides the profile
+/// options of the core's [`OPTIONS`].
+const RUN_KEYS: &[&str] = &[
     "stream",
     "leak-timeout",
     "on-leftover",
     "on-input-wait",
     "pty",
 ];
+
+/// Every key a profile table may hold, in the order `check` prints them:
+/// the core's options, then the run keys.
+pub(crate) fn profile_keys() -> &'static [&'static str] {
+    static KEYS: OnceLock<Vec<&'static str>> = OnceLock::new();
+    KEYS.get_or_init(|| {
+        OPTIONS
+            .iter()
+            .map(OptionSpec::name)
+            .chain(RUN_KEYS.iter().copied())
+            .collect()
+    })
+}
 
 /// A whole config file.
 #[derive(Debug, Default, Deserialize)]
@@ -46,21 +53,12 @@ pub(crate) struct RawConfig {
 }
 
 /// One `[defaults]` or `[profile.NAME]` table; absent keys inherit.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct RawProfile {
-    idle: Option<Spanned<Switch>>,
-    execution: Option<Spanned<Switch>>,
-    startup: Option<Spanned<Switch>>,
-    deadline: Option<Spanned<Switch>>,
-    max_deadline: Option<Spanned<Switch>>,
-    liveness: Option<Spanned<Switch>>,
-    renewed_by: Option<Spanned<RenewedBy>>,
-    terminate_after: Option<Spanned<Strikes>>,
-    grace_period: Option<Spanned<Span>>,
-    heartbeat_interval: Option<Spanned<Switch>>,
-    long_running_after: Option<Spanned<Switch>>,
-    notify_only: Option<Spanned<bool>>,
+    /// The profile options as written, in file order, until [`Self::resolve`].
+    written: Vec<(&'static OptionSpec, Spanned<toml::Value>)>,
+    /// The profile options, parsed and range-checked by the core.
+    settings: Vec<(Setting, Range<usize>)>,
     stream: Option<Spanned<StreamKey>>,
     leak_timeout: Option<Spanned<Span>>,
     on_leftover: Option<Spanned<OnLeftover>>,
@@ -68,29 +66,133 @@ pub(crate) struct RawProfile {
     pty: Option<Spanned<bool>>,
 }
 
-impl RawProfile {
-    /// Overrides `p` with every key this table sets.
-    pub(crate) fn apply(&self, p: &mut Profile) {
-        fn set<T: Copy, U>(field: &mut U, v: &Option<Spanned<T>>, f: impl Fn(T) -> U) {
-            if let Some(v) = v {
-                *field = f(*v.get_ref());
+/// A key of a profile table, told apart while it is read, so an unknown
+/// one is refused at its own line and column (R7.2).
+enum Key {
+    Option(&'static OptionSpec),
+    Run(&'static str),
+}
+
+struct KeySeed;
+
+impl<'de> DeserializeSeed<'de> for KeySeed {
+    type Value = Key;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Key, D::Error> {
+        let key = String::deserialize(d)?;
+        // TOML keys are kebab-case only (R7.1): `max_deadline` is a typo here.
+        if let Some(spec) = OPTIONS.iter().find(|o| o.name() == key) {
+            return Ok(Key::Option(spec));
+        }
+        match RUN_KEYS.iter().find(|k| **k == key) {
+            Some(k) => Ok(Key::Run(k)),
+            None => Err(de::Error::unknown_field(&key, &[])),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for RawProfile {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawProfile;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a table of profile keys")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawProfile, A::Error> {
+                let mut raw = RawProfile::default();
+                while let Some(key) = map.next_key_seed(KeySeed)? {
+                    match key {
+                        Key::Option(spec) => raw.written.push((spec, map.next_value()?)),
+                        Key::Run("stream") => raw.stream = Some(map.next_value()?),
+                        Key::Run("leak-timeout") => raw.leak_timeout = Some(map.next_value()?),
+                        Key::Run("on-leftover") => raw.on_leftover = Some(map.next_value()?),
+                        Key::Run("on-input-wait") => raw.on_input_wait = Some(map.next_value()?),
+                        Key::Run(_) => raw.pty = Some(map.next_value()?),
+                    }
+                }
+                Ok(raw)
             }
         }
-        set(&mut p.idle, &self.idle, |s| s.0);
-        set(&mut p.execution, &self.execution, |s| s.0);
-        set(&mut p.startup, &self.startup, |s| s.0);
-        set(&mut p.deadline, &self.deadline, |s| s.0);
-        set(&mut p.max_deadline, &self.max_deadline, |s| s.0);
-        set(&mut p.liveness, &self.liveness, |s| s.0);
-        set(&mut p.renewed_by, &self.renewed_by, |r| r.0);
-        set(&mut p.terminate_after, &self.terminate_after, |s| s.0);
-        set(&mut p.grace_period, &self.grace_period, |s| s.0);
-        // R3.7: a zero heartbeat interval disables heartbeats, like "off".
-        set(&mut p.heartbeat_interval, &self.heartbeat_interval, |s| {
-            s.0.filter(|d| !d.is_zero())
-        });
-        set(&mut p.long_running_after, &self.long_running_after, |s| s.0);
-        set(&mut p.notify_only, &self.notify_only, |b| b);
+        d.deserialize_map(V)
+    }
+}
+
+/// Turns a TOML value into the value the core's option entry takes.
+///
+/// A bare positive number for a duration is refused: in a config file
+/// "90" could mean seconds or milliseconds, and a watchdog must not guess
+/// (R7.1). A bare 0 is 0 in every unit (`grace-period = 0`, R3.5), and a
+/// negative one gets the core's "cannot be negative". Node and Python, where a number is documented as
+/// milliseconds, pass numbers on.
+fn option_value(
+    spec: &OptionSpec,
+    key: &str,
+    v: &toml::Value,
+) -> Result<OptionValue, ProfileError> {
+    let bare = |n: String| ProfileError {
+        key: key.to_owned().into(),
+        found: n.clone(),
+        expected: spec.expected(),
+        why: Some(format!(
+            "a bare number {n} could mean seconds or milliseconds: write \"{n}s\" or \"{n}ms\""
+        )),
+    };
+    Ok(match v {
+        toml::Value::String(s) => OptionValue::Text(s.clone()),
+        toml::Value::Integer(n) if spec.takes_duration() && *n > 0 => {
+            return Err(bare(n.to_string()))
+        }
+        toml::Value::Integer(n) => OptionValue::Int(*n),
+        toml::Value::Float(x) if spec.takes_duration() && x.is_finite() && *x > 0.0 => {
+            return Err(bare(x.to_string()))
+        }
+        toml::Value::Float(x) => OptionValue::Float(*x),
+        toml::Value::Boolean(b) => OptionValue::Bool(*b),
+        toml::Value::Array(items) => OptionValue::List(
+            items
+                .iter()
+                .map(|i| option_value(spec, key, i))
+                .collect::<Result<_, _>>()?,
+        ),
+        other => OptionValue::Text(other.to_string()),
+    })
+}
+
+impl RawProfile {
+    /// Parses every profile option of this table through the core's one
+    /// entry (R10.6); an error names the file, line and column of the value
+    /// and the key path `path.KEY` (R7.2).
+    pub(crate) fn resolve(
+        &mut self,
+        text: &str,
+        origin: &str,
+        path: &str,
+    ) -> Result<(), ConfigError> {
+        for (spec, value) in std::mem::take(&mut self.written) {
+            let parsed = option_value(spec, spec.name(), value.get_ref())
+                .and_then(|v| spec.parse(spec.name(), v));
+            match parsed {
+                Ok(setting) => self.settings.push((setting, value.span())),
+                Err(e) => {
+                    let kind = match e.why {
+                        Some(_) => ConfigErrorKind::Invalid(e.problem()),
+                        None => ConfigErrorKind::OutOfRange(e),
+                    };
+                    let mut err = ConfigError::new(origin, kind);
+                    err.location = Some(Location::of_offset(text, value.span().start));
+                    err.key = Some(format!("{path}.{}", spec.name()));
+                    return Err(err);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Overrides `p` with every profile option this table sets.
+    pub(crate) fn apply(&self, p: &mut Profile) {
+        for (setting, _) in &self.settings {
+            p.apply(setting);
+        }
     }
 
     /// Returns the `stream` this table sets: `None` if absent,
@@ -120,19 +222,10 @@ impl RawProfile {
         fn sp<T>(v: &Option<Spanned<T>>) -> Option<Range<usize>> {
             v.as_ref().map(Spanned::span)
         }
+        if let Some((_, span)) = self.settings.iter().rev().find(|(s, _)| s.key() == key) {
+            return Some(span.clone());
+        }
         match key {
-            "idle" => sp(&self.idle),
-            "execution" => sp(&self.execution),
-            "startup" => sp(&self.startup),
-            "deadline" => sp(&self.deadline),
-            "max-deadline" => sp(&self.max_deadline),
-            "liveness" => sp(&self.liveness),
-            "renewed-by" => sp(&self.renewed_by),
-            "terminate-after" => sp(&self.terminate_after),
-            "grace-period" => sp(&self.grace_period),
-            "heartbeat-interval" => sp(&self.heartbeat_interval),
-            "long-running-after" => sp(&self.long_running_after),
-            "notify-only" => sp(&self.notify_only),
             "stream" => sp(&self.stream),
             "leak-timeout" => sp(&self.leak_timeout),
             "on-leftover" => sp(&self.on_leftover),

@@ -143,16 +143,26 @@ pub fn duration_from_millis(ms: f64) -> Result<Duration, DurationError> {
     let max_ms = MAX_DURATION.as_secs_f64() * 1000.0;
     if ms.is_nan() || ms < 0.0 {
         return Err(DurationError::Invalid {
-            text: format!("{ms}"),
+            text: number(ms),
             why: "expected a non-negative number of milliseconds".into(),
         });
     }
     if ms > max_ms {
         return Err(DurationError::TooLong {
-            text: format!("{ms}ms"),
+            text: format!("{}ms", number(ms)),
         });
     }
     Ok(Duration::from_secs_f64(ms / 1000.0))
+}
+
+/// Renders a number as a person would write it: `1500`, `1.5`, `1e300`
+/// (never three hundred digits).
+pub(crate) fn number(x: f64) -> String {
+    if x.is_finite() && x != 0.0 && !(1e-4..1e15).contains(&x.abs()) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
 }
 
 /// Returns the instant `d` from now, saturating at [`MAX_DURATION`] from

@@ -52,6 +52,7 @@ mod guard;
 mod loom;
 #[cfg(all(test, loom))]
 mod loom_models;
+mod option;
 mod profile;
 #[cfg(test)]
 mod race;
@@ -62,6 +63,7 @@ mod status;
 pub mod sys;
 mod task;
 mod timers;
+mod value;
 
 pub use builder::GuardBuilder;
 pub use calls::{CallProblem, MAX_CALLS_IN_FLIGHT, MAX_CALL_ID};
@@ -76,6 +78,7 @@ pub use event::{
     ProcessName, TaskId,
 };
 pub use guard::{Guard, OutputCounter, Recorder, TaskHandle};
+pub use option::{OptionSpec, Setting, OPTIONS};
 pub use profile::{Profile, ProfileError};
 pub use signal::{KindSet, SignalKind, UnknownKind};
 pub use sink::{Delivered, Delivery, RecordingSink, Sink, SinkError};
@@ -84,3 +87,4 @@ pub use status::{
     TaskStatus,
 };
 pub use task::ChildProbe;
+pub use value::{Limit, OptionValue};

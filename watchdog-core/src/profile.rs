@@ -1,27 +1,36 @@
 //! A task's profile: its budgets (SPEC §2) and escalation settings (§3),
 //! one documented field per budget, validated against the ranges users see
-//! in config errors (R7.2). Parsing TOML lives in the facade crate; this
-//! module only holds the values and their rules.
+//! in config errors (R7.2). Reading an option as a door writes it (TOML,
+//! flags, Node, Python: [`Profile::set`]) and each key's range live in
+//! `option.rs`, one table for every door (R10.6); this module holds the
+//! values, the builder and the whole-profile check.
 
+use std::borrow::Cow;
+use std::fmt;
 use std::time::Duration;
 
 use crate::signal::KindSet;
+use crate::value::Limit;
 
 /// The budgets and escalation settings a task is watched with.
 ///
 /// Every silence budget is renewable; `deadline` is not (R2.4). `None`
-/// means "off" for the optional ones.
+/// means "off" for the optional ones. Build one with the setters (a budget
+/// setter takes a `Duration`, [`Limit::Off`] or an `Option<Duration>`) or
+/// by key with [`Profile::set`], the entry every door uses (R10.6).
 ///
 /// # Examples
 ///
 /// ```
 /// use std::time::Duration;
-/// use watchdog_core::Profile;
+/// use watchdog_core::{Limit, Profile};
 ///
-/// let p = Profile::default()
+/// let mut p = Profile::default()
 ///     .idle(Duration::from_secs(60))
 ///     .execution(Duration::from_secs(600))
-///     .deadline(Duration::from_secs(7200));
+///     .deadline(Duration::from_secs(7200))
+///     .heartbeat_interval(Limit::Off);
+/// p.set("liveness", "30s").unwrap();
 /// p.validate().unwrap();
 /// // The execution phase allows the larger of execution and idle (R2.2).
 /// assert_eq!(p.execution_budget(), Some(Duration::from_secs(600)));
@@ -93,38 +102,43 @@ macro_rules! setters {
         $(#[$m])*
         #[must_use]
         pub fn $name(mut self, v: $ty) -> Self {
-            self.$field = setters!(@conv $conv v);
+            self.$field = setters!(@conv $conv v, $field);
             self
         }
     )*};
-    (@conv some $v:ident) => { Some($v) };
-    (@conv plain $v:ident) => { $v };
+    (@conv limit $v:ident, $field:ident) => {
+        crate::option::limit_for(&stringify!($field).replace('_', "-"), $v.into())
+    };
+    (@conv plain $v:ident, $field:ident) => { $v };
 }
 
 impl Profile {
     setters! {
-        /// Sets the idle budget (R2.1).
-        idle: Duration => idle some;
-        /// Sets the execution budget (R2.2).
-        execution: Duration => execution some;
-        /// Sets the startup budget (R2.3).
-        startup: Duration => startup some;
-        /// Sets the deadline (R2.4).
-        deadline: Duration => deadline some;
-        /// Sets the bound on deadline extensions (R2.9).
-        max_deadline: Duration => max_deadline some;
-        /// Sets the liveness budget (R2.5).
-        liveness: Duration => liveness some;
+        /// Sets the idle budget (R2.1): a `Duration`, `Limit::Off` or an
+        /// `Option<Duration>`.
+        idle: impl Into<Limit> => idle limit;
+        /// Sets the execution budget (R2.2); off means the idle budget.
+        execution: impl Into<Limit> => execution limit;
+        /// Sets the startup budget (R2.3); off means the idle budget.
+        startup: impl Into<Limit> => startup limit;
+        /// Sets the deadline (R2.4), or turns it off.
+        deadline: impl Into<Limit> => deadline limit;
+        /// Sets the bound on deadline extensions (R2.9), or removes it.
+        max_deadline: impl Into<Limit> => max_deadline limit;
+        /// Sets the liveness budget (R2.5), or turns it off.
+        liveness: impl Into<Limit> => liveness limit;
         /// Sets the renewing kinds (R2.6).
         renewed_by: KindSet => renewed_by plain;
         /// Sets the cancelling strike (R3.2).
         terminate_after: u32 => terminate_after plain;
-        /// Sets the grace period between cancel and kill (R3.5).
+        /// Sets the grace period between cancel and kill (R3.5); zero
+        /// kills at once.
         grace_period: Duration => grace_period plain;
-        /// Sets or disables (`None`) outbound heartbeats (R3.7).
-        heartbeat_interval: Option<Duration> => heartbeat_interval plain;
-        /// Sets the `long_running` threshold (R3.6).
-        long_running_after: Duration => long_running_after some;
+        /// Sets or disables outbound heartbeats (R3.7): `None`,
+        /// `Limit::Off` and a zero duration all disable them.
+        heartbeat_interval: impl Into<Limit> => heartbeat_interval limit;
+        /// Sets the `long_running` threshold (R3.6), or turns it off.
+        long_running_after: impl Into<Limit> => long_running_after limit;
         /// Makes deadline and liveness verdicts notify only (R3.4).
         notify_only: bool => notify_only plain;
     }
@@ -165,54 +179,16 @@ impl Profile {
     /// assert!(err.to_string().contains("1ms..=30days"));
     /// ```
     pub fn validate(&self) -> Result<(), ProfileError> {
-        const MS: Duration = Duration::from_millis(1);
-        const SEC: Duration = Duration::from_secs(1);
-        const HOUR: Duration = Duration::from_secs(3600);
-        const MONTH: Duration = Duration::from_secs(30 * 86_400);
-        const YEAR: Duration = Duration::from_secs(365 * 86_400);
-        let silence = [
-            ("idle", self.idle),
-            ("execution", self.execution),
-            ("startup", self.startup),
-            ("liveness", self.liveness),
-            ("long-running-after", self.long_running_after),
-        ];
-        for (key, v) in silence {
-            check(key, v, MS, MONTH, "1ms..=30days")?;
-        }
-        for (key, v) in [
-            ("deadline", self.deadline),
-            ("max-deadline", self.max_deadline),
-        ] {
-            check(key, v, MS, YEAR, "1ms..=365days")?;
-        }
-        check(
-            "grace-period",
-            Some(self.grace_period),
-            Duration::ZERO,
-            HOUR,
-            "0s..=1h",
-        )?;
-        check(
-            "heartbeat-interval",
-            self.heartbeat_interval,
-            SEC,
-            HOUR,
-            "\"off\" or 1s..=1h",
-        )?;
-        if self.terminate_after > 1000 {
-            return Err(ProfileError {
-                key: "terminate-after",
-                found: self.terminate_after.to_string(),
-                expected: "0..=1000 (0 means never cancel)",
-            });
+        for option in &crate::option::OPTIONS {
+            option.check(self)?;
         }
         if let (Some(d), Some(m)) = (self.deadline, self.max_deadline) {
             if d > m {
                 return Err(ProfileError {
-                    key: "deadline",
+                    key: "deadline".into(),
                     found: humantime::format_duration(d).to_string(),
-                    expected: "at most max-deadline",
+                    expected: "at most max-deadline".into(),
+                    why: None,
                 });
             }
         }
@@ -220,24 +196,12 @@ impl Profile {
     }
 }
 
-fn check(
-    key: &'static str,
-    v: Option<Duration>,
-    lo: Duration,
-    hi: Duration,
-    expected: &'static str,
-) -> Result<(), ProfileError> {
-    match v {
-        Some(d) if d < lo || d > hi => Err(ProfileError {
-            key,
-            found: humantime::format_duration(d).to_string(),
-            expected,
-        }),
-        _ => Ok(()),
-    }
-}
-
-/// A profile value outside its allowed range.
+/// A profile option that was refused: the one error of every door
+/// (R7.2, R10.6), naming the key and what was wrong.
+///
+/// Its form is `KEY is FOUND, expected RANGE` for a value out of range and
+/// `KEY: WHY, expected FORM` for a value of the wrong form or an unknown
+/// key.
 ///
 /// # Examples
 ///
@@ -246,17 +210,48 @@ fn check(
 ///
 /// let err = Profile::default().terminate_after(5000).validate().unwrap_err();
 /// assert_eq!(err.to_string(), "terminate-after is 5000, expected 0..=1000 (0 means never cancel)");
+/// let err = Profile::default().set("notifyOnly", "yes").unwrap_err();
+/// assert_eq!(err.to_string(), "notifyOnly: \"yes\" is not a boolean, expected a boolean (true or false)");
+/// assert_eq!(err.problem(), "\"yes\" is not a boolean, expected a boolean (true or false)");
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{key} is {found}, expected {expected}")]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProfileError {
-    /// The kebab-case key, as written in a config.
-    pub key: &'static str,
+    /// The key as the caller spelt it (`idle`, `max_deadline`,
+    /// `maxDeadline`, `--idle`); kebab-case from [`Profile::validate`].
+    pub key: Cow<'static, str>,
     /// The refused value, as a person would write it.
     pub found: String,
-    /// The allowed range.
-    pub expected: &'static str,
+    /// The allowed range or form.
+    pub expected: Cow<'static, str>,
+    /// What is wrong with the form, when it is not the range.
+    pub why: Option<String>,
 }
+
+impl ProfileError {
+    /// Returns the message without the key: what was wrong and what was
+    /// expected (for a door that names the key its own way).
+    pub fn problem(&self) -> String {
+        match &self.why {
+            Some(why) => format!("{why}, expected {}", self.expected),
+            None => format!("{} is out of range, expected {}", self.found, self.expected),
+        }
+    }
+}
+
+impl fmt::Display for ProfileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.why {
+            Some(why) => write!(f, "{}: {why}, expected {}", self.key, self.expected),
+            None => write!(
+                f,
+                "{} is {}, expected {}",
+                self.key, self.found, self.expected
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ProfileError {}
 
 mod opt_dur {
     use std::time::Duration;

@@ -31,8 +31,8 @@ use serde_json::Value;
 use stallguard_sinks::jsonl::JsonLinesSink;
 use stallguard_sources::args::StreamFormat;
 use watchdog_core::{
-    Action, ActionKind, CallOutcome, Delivery, Event, GuardError, KindSet, ManualClock, Outcome,
-    Profile, Recorder, SignalKind, Sink, SinkError, TaskHandle,
+    Action, ActionKind, CallOutcome, Delivery, Event, GuardError, ManualClock, OptionValue,
+    Outcome, Profile, Recorder, Sink, SinkError, TaskHandle,
 };
 
 /// What the addon posts to JS, as one array `[kind, task id, payload]`: kind is
@@ -149,7 +149,8 @@ fn engine_error(e: GuardError) -> Error {
     Error::new(Status::GenericFailure, e.to_string())
 }
 
-/// Reads a duration: a humantime string (`"90s"`, `"1m 30s"`) or a number of
+/// Reads a duration that is not a profile option (`advance`, a `flush`
+/// timeout): a humantime string (`"90s"`, `"1m 30s"`) or a number of
 /// milliseconds. The error names the key and the value, as the TOML errors do.
 fn duration(key: &str, value: &Value) -> std::result::Result<Duration, String> {
     let bad = |why: &str| format!("{key}: invalid duration {value}: {why}");
@@ -166,16 +167,26 @@ fn duration(key: &str, value: &Value) -> std::result::Result<Duration, String> {
     }
 }
 
-/// Reads an optional duration: absent keeps the default, `null` or `false`
-/// turns it off.
-fn opt_duration(key: &str, value: &Value) -> std::result::Result<Option<Duration>, String> {
-    match value {
-        Value::Null | Value::Bool(false) => Ok(None),
-        v => duration(key, v).map(Some),
+/// Turns a JS value into the value the core's one option entry takes
+/// (R10.6): a number is milliseconds for a duration, `null` and `false`
+/// turn a budget off.
+fn option_value(v: &Value) -> OptionValue {
+    match v {
+        Value::Null => OptionValue::Null,
+        Value::Bool(b) => OptionValue::Bool(*b),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => OptionValue::Int(i),
+            None => OptionValue::Float(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Value::String(s) => OptionValue::Text(s.clone()),
+        Value::Array(items) => OptionValue::List(items.iter().map(option_value).collect()),
+        Value::Object(_) => OptionValue::Text(v.to_string()),
     }
 }
 
-/// Builds a profile from the `start` options, key by key over the defaults.
+/// Builds a profile from the `start` options, key by key over the
+/// defaults, through the core's one entry (R10.6): camelCase keys, the
+/// same values and the same errors as TOML, the CLI and Python.
 fn profile(opts: &Value) -> std::result::Result<Profile, String> {
     let mut p = Profile::default();
     let Some(map) = opts.as_object() else {
@@ -185,54 +196,26 @@ fn profile(opts: &Value) -> std::result::Result<Profile, String> {
         };
     };
     for (key, v) in map {
-        match key.as_str() {
-            "idle" => p.idle = opt_duration(key, v)?,
-            "execution" => p.execution = opt_duration(key, v)?,
-            "startup" => p.startup = opt_duration(key, v)?,
-            "deadline" => p.deadline = opt_duration(key, v)?,
-            "maxDeadline" => p.max_deadline = opt_duration(key, v)?,
-            "liveness" => p.liveness = opt_duration(key, v)?,
-            "heartbeatInterval" => p.heartbeat_interval = opt_duration(key, v)?,
-            "longRunningAfter" => p.long_running_after = opt_duration(key, v)?,
-            "gracePeriod" => p.grace_period = duration(key, v)?,
-            "terminateAfter" => {
-                p.terminate_after =
-                    v.as_u64()
-                        .and_then(|n| u32::try_from(n).ok())
-                        .ok_or_else(|| {
-                            format!("{key}: invalid value {v}: expected a whole number of strikes")
-                        })?;
-            }
-            "notifyOnly" => {
-                p.notify_only = v
-                    .as_bool()
-                    .ok_or_else(|| format!("{key}: invalid value {v}: expected true or false"))?;
-            }
-            "renewedBy" => {
-                let kinds = v.as_array().ok_or_else(|| {
-                    format!("{key}: invalid value {v}: expected an array of signal kinds")
-                })?;
-                let mut set = KindSet::EMPTY;
-                for k in kinds {
-                    let kind = k
-                        .as_str()
-                        .and_then(|s| s.parse::<SignalKind>().ok())
-                        .ok_or_else(|| {
-                            let names: Vec<_> =
-                                SignalKind::ALL.iter().map(|k| k.as_str()).collect();
-                            format!(
-                                "{key}: unknown signal kind {k}; expected one of {}",
-                                names.join(", ")
-                            )
-                        })?;
-                    set = set.with(kind);
-                }
-                p.renewed_by = set;
-            }
-            other => return Err(format!("{other}: unknown option")),
-        }
+        p.set(key, option_value(v)).map_err(|e| e.to_string())?;
     }
     Ok(p)
+}
+
+/// Renders the profile `options` give, as `start` would use it, in the
+/// core's canonical form (R10.6): one `key = value` line per key. Throws a
+/// `TypeError` naming a bad option, as `start` does.
+///
+/// # Examples
+///
+/// ```js
+/// const { describeProfile } = require('stallguard');
+/// describeProfile({ idle: 'off' }); // 'idle = "off"\nexecution = "off"\n...'
+/// ```
+#[napi]
+pub fn describe_profile(env: Env, options: Option<Value>) -> Result<String> {
+    let p = profile(options.as_ref().unwrap_or(&Value::Null)).map_err(|m| type_error(&env, m))?;
+    p.validate().map_err(|e| type_error(&env, e.to_string()))?;
+    Ok(p.describe())
 }
 
 fn to_js(value: &impl serde::Serialize) -> Result<Value> {
@@ -411,7 +394,9 @@ fn outcome_of_call(env: &Env, s: &str) -> Result<CallOutcome> {
         "cancelled" => Ok(CallOutcome::Cancelled),
         other => Err(type_error(
             env,
-            format!("outcome: invalid value \"{other}\": expected 'success' or 'failure'"),
+            format!(
+                "outcome: invalid value \"{other}\": expected 'success', 'failure', 'error' or 'cancelled'"
+            ),
         )),
     }
 }
@@ -436,7 +421,8 @@ impl NativeTask {
         self.recorder.tool_started(&id, &name).map_err(engine_error)
     }
 
-    /// Records the end of tool call `id`: `'success'` or `'failure'`.
+    /// Records the end of tool call `id`: `'success'`, `'failure'` (or
+    /// `'error'`) or `'cancelled'`.
     #[napi]
     pub fn tool_finished(&self, env: Env, id: String, outcome: String) -> Result<()> {
         let o = outcome_of_call(&env, &outcome)?;

@@ -13,7 +13,7 @@ use stallguard_sources::args::{Step, StreamAdapter, StreamFormat};
 use stallguard_sources::Refusal;
 use watchdog_core::Recorder;
 
-use crate::repr;
+use crate::options::repr;
 
 /// Feeds one provider's stream events to the task (R5.2, R5.9).
 #[pyclass(frozen, module = "stallguard", name = "ArgumentStream")]

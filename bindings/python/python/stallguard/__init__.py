@@ -10,6 +10,7 @@ from ._native import (  # noqa: F401
     Guard,
     Task,
     __version__,
+    describe_profile,
 )
 
 # One class serves every wire format (the engine's StreamAdapter trait); the
@@ -25,4 +26,5 @@ __all__ = [
     "ResponsesStream",
     "Task",
     "__version__",
+    "describe_profile",
 ]

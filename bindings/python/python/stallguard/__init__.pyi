@@ -2,9 +2,14 @@
 from a dead one. The engine itself (Rust), not a port: every rule is in
 watchdog-core; see SPEC R11.1.
 
-Durations are humantime strings ("90s", "1h 30m"), "off" where a budget can be
-disabled, numbers of milliseconds, or datetime.timedelta; a bad one raises
-ValueError naming the key and the value.
+Durations are humantime strings ("90s", "1h 30m", "0"), "off" (or False)
+where a budget can be disabled, numbers of milliseconds, or
+datetime.timedelta. The engine reads every profile option in one place
+(R10.6): a value means what it means in TOML, the CLI flags and Node, and a
+bad one raises ValueError with the same message, naming the key and the
+value (an unknown key raises TypeError). A zero heartbeat_interval is off
+(R3.7); a zero grace_period kills at once and "off" is refused (R3.5); a
+zero silence budget is refused (R7.2). None keeps a key's default.
 
 `stallguard.temporal` guards Temporal activities (R6.9); see its docstrings.
 """
@@ -13,6 +18,8 @@ import datetime
 from typing import Any, Awaitable, Callable, Literal, Mapping, Optional, Sequence, Union
 
 Duration = Union[str, int, float, datetime.timedelta]
+Budget = Union[Duration, Literal["off", False]]
+"""A budget that can be turned off: a Duration, "off" or False."""
 Step = Literal["renewed", "tracked", "ignored"]
 Event = dict[str, Any]
 """An R8.3 event: always `type`, `task`, `at` (RFC 3339) and `elapsed_ms`,
@@ -45,21 +52,26 @@ class Guard:
         self,
         name: str,
         *,
-        idle: Optional[Duration] = None,
-        execution: Optional[Duration] = None,
-        startup: Optional[Duration] = None,
-        deadline: Optional[Duration] = None,
-        max_deadline: Optional[Duration] = None,
-        liveness: Optional[Duration] = None,
-        heartbeat_interval: Optional[Duration] = None,
+        idle: Optional[Budget] = None,
+        execution: Optional[Budget] = None,
+        startup: Optional[Budget] = None,
+        deadline: Optional[Budget] = None,
+        max_deadline: Optional[Budget] = None,
+        liveness: Optional[Budget] = None,
+        heartbeat_interval: Optional[Budget] = None,
         terminate_after: Optional[int] = None,
         grace_period: Optional[Duration] = None,
-        long_running_after: Optional[Duration] = None,
+        long_running_after: Optional[Budget] = None,
         renewed_by: Optional[Sequence[str]] = None,
         notify_only: Optional[bool] = None,
     ) -> Task:
         """Starts watching a task; its name must be unique among live tasks.
-        Keep the returned Task: dropping it finishes the task as abandoned."""
+        Keep the returned Task: dropping it finishes the task as abandoned.
+
+        The options are the keys of a TOML profile in snake_case, read by
+        the engine's one entry (R10.6): `describe_profile(**options)` shows
+        the profile they give. A bad value raises ValueError, an unknown key
+        TypeError."""
     def advance(self, ms: Duration) -> None:
         """Moves the manual clock forward and takes every verdict that came due."""
     def flush(self, timeout: Duration = "5s") -> None:
@@ -74,6 +86,26 @@ class Guard:
         """The R4.2 status of every live task, by start order."""
     def is_busy(self) -> bool:
         """True while any task is live (R4.3)."""
+
+def describe_profile(
+    *,
+    idle: Optional[Budget] = None,
+    execution: Optional[Budget] = None,
+    startup: Optional[Budget] = None,
+    deadline: Optional[Budget] = None,
+    max_deadline: Optional[Budget] = None,
+    liveness: Optional[Budget] = None,
+    heartbeat_interval: Optional[Budget] = None,
+    terminate_after: Optional[int] = None,
+    grace_period: Optional[Duration] = None,
+    long_running_after: Optional[Budget] = None,
+    renewed_by: Optional[Sequence[str]] = None,
+    notify_only: Optional[bool] = None,
+) -> str:
+    """The profile these options give, as Guard.start would use it, in the
+    engine's canonical form (R10.6): one `key = value` line per key in TOML
+    syntax, the same text as Rust's Profile::describe and Node's
+    describeProfile. Raises as Guard.start does."""
 
 class Task:
     """One watched unit of work: an agent turn, a tool call, a command."""
