@@ -15,7 +15,9 @@ zero silence budget is refused (R7.2). None keeps a key's default.
 """
 
 import datetime
-from typing import Any, Awaitable, Callable, Literal, Mapping, Optional, Sequence, Union
+from typing import Any, Awaitable, Callable, Literal, Mapping, Optional, Sequence, TypedDict, Union
+
+from typing_extensions import Unpack
 
 Duration = Union[str, int, float, datetime.timedelta]
 Budget = Union[Duration, Literal["off", False]]
@@ -26,6 +28,23 @@ Event = dict[str, Any]
 then the fields of its type (`stalled`: budget, strike, silent_ms, ...)."""
 
 __version__: str
+
+class ProfileOptions(TypedDict, total=False):
+    """The profile options `Guard.start` and `describe_profile` take: the
+    keys of a TOML profile in snake_case (R10.6). None keeps a key's default."""
+
+    idle: Optional[Budget]
+    execution: Optional[Budget]
+    startup: Optional[Budget]
+    deadline: Optional[Budget]
+    max_deadline: Optional[Budget]
+    liveness: Optional[Budget]
+    heartbeat_interval: Optional[Budget]
+    terminate_after: Optional[int]
+    grace_period: Optional[Duration]
+    long_running_after: Optional[Budget]
+    renewed_by: Optional[Sequence[str]]
+    notify_only: Optional[bool]
 
 class Guard:
     """A watchdog for many tasks.
@@ -51,19 +70,7 @@ class Guard:
     def start(
         self,
         name: str,
-        *,
-        idle: Optional[Budget] = None,
-        execution: Optional[Budget] = None,
-        startup: Optional[Budget] = None,
-        deadline: Optional[Budget] = None,
-        max_deadline: Optional[Budget] = None,
-        liveness: Optional[Budget] = None,
-        heartbeat_interval: Optional[Budget] = None,
-        terminate_after: Optional[int] = None,
-        grace_period: Optional[Duration] = None,
-        long_running_after: Optional[Budget] = None,
-        renewed_by: Optional[Sequence[str]] = None,
-        notify_only: Optional[bool] = None,
+        **options: Unpack[ProfileOptions],
     ) -> Task:
         """Starts watching a task; its name must be unique among live tasks.
         Keep the returned Task: dropping it finishes the task as abandoned.
@@ -87,21 +94,7 @@ class Guard:
     def is_busy(self) -> bool:
         """True while any task is live (R4.3)."""
 
-def describe_profile(
-    *,
-    idle: Optional[Budget] = None,
-    execution: Optional[Budget] = None,
-    startup: Optional[Budget] = None,
-    deadline: Optional[Budget] = None,
-    max_deadline: Optional[Budget] = None,
-    liveness: Optional[Budget] = None,
-    heartbeat_interval: Optional[Budget] = None,
-    terminate_after: Optional[int] = None,
-    grace_period: Optional[Duration] = None,
-    long_running_after: Optional[Budget] = None,
-    renewed_by: Optional[Sequence[str]] = None,
-    notify_only: Optional[bool] = None,
-) -> str:
+def describe_profile(**options: Unpack[ProfileOptions]) -> str:
     """The profile these options give, as Guard.start would use it, in the
     engine's canonical form (R10.6): one `key = value` line per key in TOML
     syntax, the same text as Rust's Profile::describe and Node's
