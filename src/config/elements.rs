@@ -78,7 +78,7 @@ impl<'de> Deserialize<'de> for RenewedBy {
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str(
                     "a list of signal kinds such as [\"output\", \"tool-call\"] \
-                     (argument-delta, output, tool-call, progress, heartbeat, cpu, custom)",
+                     (argument-delta, output, tool-call, progress, heartbeat, cpu, net, custom)",
                 )
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<RenewedBy, A::Error> {

@@ -420,7 +420,7 @@ impl Inner {
             return;
         }
         let due = t.next_due().map(|d| d.max(floor));
-        let armed = Some(t.cell.due.get()).filter(|&d| d != Nanos::MAX);
+        let armed = Some(s.slab.due(slot).get()).filter(|&d| d != Nanos::MAX);
         if due == armed {
             return;
         }
@@ -581,6 +581,23 @@ impl Recorder {
     /// Returns the task's id.
     pub fn id(&self) -> TaskId {
         self.id
+    }
+
+    /// Returns true when signals of `kind` renew this task's budgets (its
+    /// profile's `renewed-by`, R2.6), so a source can skip measuring what
+    /// would not count (R5.11).
+    ///
+    /// ```
+    /// use watchdog_core::{Guard, KindSet, ManualClock, Profile, SignalKind};
+    ///
+    /// let guard = Guard::builder().clock(ManualClock::new()).build();
+    /// let net = KindSet::DEFAULT_RENEWING.with(SignalKind::Net);
+    /// let task = guard.start("dl", Profile::default().renewed_by(net)).unwrap();
+    /// assert!(task.recorder().renews(SignalKind::Net));
+    /// assert!(!task.recorder().renews(SignalKind::Cpu));
+    /// ```
+    pub fn renews(&self, kind: SignalKind) -> bool {
+        self.cell.renews(kind)
     }
 
     /// Records one signal of `kind` now.
