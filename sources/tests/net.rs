@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
-use stallguard_sources::procs::ProcessSampler;
+use stallguard_sources::procs::{NetMeter, ProcessSampler};
 use watchdog_core::{Guard, KindSet, ManualClock, Profile, SignalKind, TaskHandle};
 
 /// Connects to the port in argv[1]; on stdin, `connect` opens another
@@ -214,4 +214,25 @@ fn bytes_received_before_the_start_are_not_progress() {
     clock.advance(Duration::from_secs(1));
     sampler.sample_now().unwrap();
     assert_eq!(net_age(&task), None, "the 4096 bytes were before the start");
+}
+
+// R5.11: the two ways of reading a socket (a copy of the descriptor, the
+// kernel's socket dump) count the same bytes on a real process.
+#[test]
+fn a_descriptor_copy_and_the_socket_dump_count_alike() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut client = Client::spawn(listener.local_addr().unwrap().port());
+    assert_eq!(client.said(), "connected");
+    let mut conn = accept(&listener);
+    let pids = [client.child.id()];
+    let mut copies = NetMeter::new();
+    let mut dump = NetMeter::new().dump_only();
+    assert_eq!(copies.sample(&pids).unwrap(), None);
+    assert_eq!(dump.sample(&pids).unwrap(), None);
+    conn.write_all(&[b'x'; 1234]).unwrap();
+    client.wait_total(1234);
+    assert_eq!(copies.sample(&pids).unwrap(), Some(1234));
+    assert_eq!(dump.sample(&pids).unwrap(), Some(1234));
+    assert_eq!(copies.sample(&pids).unwrap(), Some(0));
+    assert_eq!(dump.sample(&pids).unwrap(), Some(0));
 }
