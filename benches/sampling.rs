@@ -5,7 +5,11 @@
 //! must do to find descendants with it). The side-by-side table with `ps`
 //! is `cargo run --release --example compare`.
 //!
-//! Run: `cargo bench -p stallguard --bench sampling`.
+//! The `net` group measures what R5.11's `net` signal adds to a sample, on
+//! 100 processes holding TCP sockets.
+//!
+//! Run: `cargo bench -p stallguard --bench sampling` (`-- net` for the
+//! `net` group alone).
 
 use std::hint::black_box;
 
@@ -14,7 +18,7 @@ use stallguard::sources::procs;
 
 #[path = "support/mod.rs"]
 mod support;
-use support::Tree;
+use support::{SocketTree, Tree};
 
 fn sampling(c: &mut Criterion) {
     let tree = Tree::spawn();
@@ -58,5 +62,72 @@ fn sampling(c: &mut Criterion) {
     drop(tree);
 }
 
-criterion_group!(benches, sampling);
+/// R5.11 with R9.4: what the `net` signal adds to a periodic sample, on
+/// 100 processes (a server and 99 clients) holding 199 loopback TCP
+/// sockets: the look at every process's descriptors and each socket's
+/// `tcp_info` through a descriptor copy (and, for comparison, through the
+/// sock_diag dump, and the dump alone), beside the sample of the same tree
+/// it follows.
+fn net(c: &mut Criterion) {
+    let tree = SocketTree::spawn(99);
+    let root = tree.pid();
+    let mut table = procs::ProcTable::new();
+    let pids = table.sample(root).expect("sample").pids;
+    assert_eq!(pids.len(), 100, "the server and its 99 clients");
+    let mut g = c.benchmark_group("net");
+    g.sample_size(30);
+    g.bench_function("stallguard_proc_table_reused_100_procs", |b| {
+        b.iter(|| black_box(table.sample(root).expect("sample")))
+    });
+    let mut meter = procs::NetMeter::new();
+    meter.sample(&pids).expect("the baseline");
+    g.bench_function("stallguard_net_meter_100_procs_199_sockets", |b| {
+        b.iter(|| black_box(meter.sample(&pids).expect("net sample")))
+    });
+    let mut dump = procs::NetMeter::new().dump_only();
+    dump.sample(&pids).expect("the baseline");
+    g.bench_function(
+        "stallguard_net_meter_dump_only_100_procs_199_sockets",
+        |b| b.iter(|| black_box(dump.sample(&pids).expect("net sample"))),
+    );
+    g.bench_function("stallguard_tcp_bytes_received_dump", |b| {
+        b.iter(|| black_box(procs::net::tcp_bytes_received().expect("dump").len()))
+    });
+    // The same three in this thread's CPU time (user and kernel), which a
+    // machine loaded by other work inflates far less than wall time.
+    g.bench_function("thread_cpu/stallguard_proc_table_reused_100_procs", |b| {
+        b.iter_custom(|n| thread_cpu(n, || drop(black_box(table.sample(root)))))
+    });
+    g.bench_function(
+        "thread_cpu/stallguard_net_meter_100_procs_199_sockets",
+        |b| b.iter_custom(|n| thread_cpu(n, || drop(black_box(meter.sample(&pids))))),
+    );
+    g.bench_function(
+        "thread_cpu/stallguard_net_meter_dump_only_100_procs_199_sockets",
+        |b| b.iter_custom(|n| thread_cpu(n, || drop(black_box(dump.sample(&pids))))),
+    );
+    g.finish();
+    drop(tree);
+}
+
+/// The CPU time this thread spends running `f` `n` times.
+fn thread_cpu(n: u64, mut f: impl FnMut()) -> std::time::Duration {
+    let now = || {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid, writable timespec and the clock id is
+        // valid on Linux.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    };
+    let start = now();
+    for _ in 0..n {
+        f();
+    }
+    now() - start
+}
+
+criterion_group!(benches, sampling, net);
 criterion_main!(benches);

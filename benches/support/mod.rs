@@ -56,3 +56,65 @@ impl Drop for Tree {
         let _ = self.child.wait();
     }
 }
+
+/// About 100 processes holding TCP sockets, for the cost of the `net`
+/// signal (R5.11): a Python server that forks `clients` children, each
+/// connected to it over loopback and then idle; the server holds every
+/// accepted end. In its own process group.
+pub struct SocketTree {
+    child: Child,
+}
+
+impl SocketTree {
+    /// Spawns the tree and waits until every client is connected.
+    pub fn spawn(clients: usize) -> Self {
+        const SCRIPT: &str = r#"
+import os, signal, socket, sys
+n = int(sys.argv[1])
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(n)
+port = s.getsockname()[1]
+for _ in range(n):
+    if os.fork() == 0:
+        s.close()
+        c = socket.create_connection(("127.0.0.1", port))
+        while True:
+            signal.pause()
+held = [s.accept()[0] for _ in range(n)]
+for c in held:
+    c.sendall(b"x" * 100)
+print("ready", flush=True)
+while True:
+    signal.pause()
+"#;
+        let mut child = Command::new("python3")
+            .args(["-c", SCRIPT, &clients.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .expect("spawn python3");
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.as_mut().expect("stdout")),
+            &mut line,
+        )
+        .expect("the tree's ready line");
+        assert_eq!(line.trim(), "ready");
+        SocketTree { child }
+    }
+
+    /// The root's pid, which is also the group's id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for SocketTree {
+    fn drop(&mut self) {
+        let pgid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+        let _ = self.child.wait();
+    }
+}

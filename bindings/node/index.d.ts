@@ -20,6 +20,7 @@ export type SignalKind =
   | 'progress'
   | 'heartbeat'
   | 'cpu'
+  | 'net'
   | 'custom';
 
 /** A task's budgets and escalation settings (SPEC §2, §3); omitted keys keep the defaults. */

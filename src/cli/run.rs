@@ -26,7 +26,7 @@ use stallguard::sinks::jsonl::JsonLinesSink;
 use stallguard::sinks::process::ProcessSink;
 use stallguard::sources::notify::NotifySocket;
 use stallguard::sources::procs::ProcessSampler;
-use stallguard::{Guard, Outcome, Profile, Sink, TaskHandle};
+use stallguard::{Guard, Outcome, Profile, SignalKind, Sink, TaskHandle};
 
 use super::aftermath::Aftermath;
 use super::args::RunArgs;
@@ -272,7 +272,8 @@ impl Run {
         // R5.5: sample the descendants so stall lines name suspects. The
         // interval is half the shortest silence budget, within 1 s..=15 s
         // (15 s is R5.5's default): with a 3 s budget, two samples (and so
-        // a CPU delta) exist by the time the stall is judged.
+        // a CPU delta) exist by the time the stall is judged. A quarter
+        // with `net` in renewed-by (see `sample_interval`).
         let _sampler =
             ProcessSampler::spawn(pid, sample_interval(&self.profile), Some(task.recorder()))
                 .map_err(|e| console.line(&format!("stallguard: no process sampling: {e}")))
@@ -496,13 +497,24 @@ fn settle(status: ExitStatus, stopped_by_us: bool) -> (Outcome, u8) {
 }
 
 /// Picks the process-sampling interval for a profile (see `execute`).
+///
+/// With `net` renewing, a quarter of the budget: bytes count when the next
+/// sample sees them, so a download whose first byte came just after a
+/// sample at half the budget was seen only at the budget itself and could
+/// be stopped though it met it (R5.11). At a quarter, a silence of up to
+/// three quarters of the budget is always seen in time.
 fn sample_interval(p: &Profile) -> Duration {
     let shortest = [p.idle_budget(), p.execution_budget(), p.startup_budget()]
         .into_iter()
         .flatten()
         .min()
         .unwrap_or(Duration::from_secs(30));
-    (shortest / 2).clamp(Duration::from_secs(1), Duration::from_secs(15))
+    let parts = if p.renewed_by.contains(SignalKind::Net) {
+        4
+    } else {
+        2
+    };
+    (shortest / parts).clamp(Duration::from_secs(1), Duration::from_secs(15))
 }
 
 /// Stops the command when stallguard cannot go on watching it (a pump or

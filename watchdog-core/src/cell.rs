@@ -8,9 +8,12 @@
 //! slow path once, so the driver hears about them without waiting a budget.
 //!
 //! A cell is two cache lines, so two tasks written by two threads never
-//! share one. What the recorders need takes 92 bytes of the 128; the
-//! scheduler keeps the task's timer words and three of its instants in the
-//! rest, under its lock, rather than in the task's slow state (R9.3).
+//! share one. What the recorders need takes 100 bytes of the 128; the
+//! scheduler keeps the task's heap position and three of its instants in
+//! the rest, under its lock, rather than in the task's slow state (R9.3).
+//! The timer's due instant lives beside the cells in the slab: with eight
+//! signal kinds (R5.11's `net` the eighth) it no longer fits, and a cell of
+//! 136 bytes would round up to 256 at this alignment.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -39,7 +42,7 @@ const WANT_BITS: usize = 4;
 pub(crate) struct Word(AtomicU64);
 
 impl Word {
-    fn new(t: Nanos) -> Self {
+    pub(crate) fn new(t: Nanos) -> Self {
         Word(AtomicU64::new(t.as_nanos()))
     }
 
@@ -79,8 +82,6 @@ pub(crate) struct TaskCell {
     pub(crate) refs: AtomicU32,
 
     // The scheduler's words, in what would otherwise be padding.
-    /// Due instant of the task's timer; `Nanos::MAX` when unarmed.
-    pub(crate) due: Word,
     /// Position of the task in the timer heap; `u32::MAX` when absent.
     pub(crate) heap_pos: AtomicU32,
     /// Lower bound of "last renewal": the start, a stall verdict (R3.2), or
@@ -94,6 +95,8 @@ pub(crate) struct TaskCell {
 
 #[cfg(not(loom))]
 const _: () = assert!(std::mem::size_of::<TaskCell>() == 128);
+// Every kind's flags fit the packed `wants` word.
+const _: () = assert!(SignalKind::COUNT * WANT_BITS <= u32::BITS as usize);
 
 /// Byte and line totals written by exactly one thread at a time, so a
 /// relaxed load and store count exactly without a locked instruction.
@@ -115,7 +118,6 @@ impl TaskCell {
             flags: AtomicU32::new(0),
             wants: AtomicU32::new(0),
             refs: AtomicU32::new(0),
-            due: Word::new(Nanos::MAX),
             heap_pos: AtomicU32::new(u32::MAX),
             anchor: Word::new(Nanos::ZERO),
             seen_renewal: Word::new(Nanos::ZERO),
@@ -143,7 +145,6 @@ impl TaskCell {
             acc | wants << (kind.slot() * WANT_BITS)
         });
         self.wants.store(wants, Relaxed);
-        self.due.set(Nanos::MAX);
         self.heap_pos.store(u32::MAX, Relaxed);
         self.anchor.set(start);
         self.seen_renewal.set(Nanos::ZERO);
@@ -195,7 +196,7 @@ impl TaskCell {
     }
 
     /// Returns true when signals of `kind` renew budgets.
-    fn renews(&self, kind: SignalKind) -> bool {
+    pub(crate) fn renews(&self, kind: SignalKind) -> bool {
         (self.wants.load(Relaxed) >> (kind.slot() * WANT_BITS)) & STARTUP_PENDING != 0
     }
 

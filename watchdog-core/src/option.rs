@@ -200,7 +200,7 @@ impl OptionSpec {
             Slot::Count(_) => "an integer 0..=1000 (0 means never cancel)".into(),
             Slot::Flag(_) => "a boolean (true or false)".into(),
             Slot::Kinds(_) => "a list of signal kinds such as [\"output\", \"tool-call\"] \
-                 (argument-delta, output, tool-call, progress, heartbeat, cpu, custom)"
+                 (argument-delta, output, tool-call, progress, heartbeat, cpu, net, custom)"
                 .into(),
         }
     }
@@ -298,7 +298,7 @@ impl OptionSpec {
                     let Some(kind) = kind else {
                         return Err(ProfileError {
                             expected: "one of argument-delta, output, tool-call, progress, \
-                                 heartbeat, cpu, custom"
+                                 heartbeat, cpu, net, custom"
                                 .into(),
                             ..err(
                                 item.to_string(),

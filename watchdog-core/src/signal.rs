@@ -6,9 +6,9 @@ use std::str::FromStr;
 
 /// What a source reports about a task.
 ///
-/// Progress kinds say the work moved; [`SignalKind::Heartbeat`] and
-/// [`SignalKind::Cpu`] only say the worker is alive, and renew budgets only
-/// when a profile opts in (R2.6).
+/// Progress kinds say the work moved; [`SignalKind::Heartbeat`],
+/// [`SignalKind::Cpu`] and [`SignalKind::Net`] only say the worker is alive,
+/// and renew budgets only when a profile opts in (R2.6).
 ///
 /// # Examples
 ///
@@ -34,24 +34,28 @@ pub enum SignalKind {
     Heartbeat,
     /// The process tree used CPU since the last sample (R5.5).
     Cpu,
+    /// The process tree's TCP sockets received bytes since the last sample
+    /// (R5.11).
+    Net,
     /// A kind the runner defines; all custom kinds share this slot.
     Custom,
 }
 
 impl SignalKind {
     /// Every kind, in slot order.
-    pub const ALL: [SignalKind; 7] = [
+    pub const ALL: [SignalKind; 8] = [
         SignalKind::ArgumentDelta,
         SignalKind::Output,
         SignalKind::ToolCall,
         SignalKind::Progress,
         SignalKind::Heartbeat,
         SignalKind::Cpu,
+        SignalKind::Net,
         SignalKind::Custom,
     ];
 
     /// Number of kinds, the size of per-kind arrays.
-    pub const COUNT: usize = 7;
+    pub const COUNT: usize = 8;
 
     /// Returns the index of this kind in per-kind arrays.
     pub const fn slot(self) -> usize {
@@ -67,6 +71,7 @@ impl SignalKind {
             SignalKind::Progress => "progress",
             SignalKind::Heartbeat => "heartbeat",
             SignalKind::Cpu => "cpu",
+            SignalKind::Net => "net",
             SignalKind::Custom => "custom",
         }
     }
@@ -80,7 +85,7 @@ impl fmt::Display for SignalKind {
 
 /// The error for a signal kind name that is not one of SPEC §1's kinds.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown signal kind `{0}`, expected one of argument-delta, output, tool-call, progress, heartbeat, cpu, custom")]
+#[error("unknown signal kind `{0}`, expected one of argument-delta, output, tool-call, progress, heartbeat, cpu, net, custom")]
 pub struct UnknownKind(pub String);
 
 impl FromStr for SignalKind {
@@ -98,6 +103,9 @@ impl serde::Serialize for SignalKind {
         s.serialize_str(self.as_str())
     }
 }
+
+// A `KindSet` is a `u8`: one bit per kind.
+const _: () = assert!(SignalKind::COUNT == SignalKind::ALL.len() && SignalKind::COUNT <= 8);
 
 /// A set of signal kinds, one bit per kind.
 ///

@@ -2,7 +2,8 @@
 //! recorders share, slow state in chunks the scheduler owns, both indexed
 //! by one slot number.
 //!
-//! A task costs its 128-byte cell and its slow state, with no allocator
+//! A task costs its 128-byte cell, its timer's due instant and its slow
+//! state, with no allocator
 //! header, no `Arc` per task and no table grown to a power of two: chunks
 //! hold [`CHUNK`] tasks each. A recorder holds its chunk and counts itself
 //! in the cell's `refs`; a slot is reused only when the task has finished
@@ -15,7 +16,8 @@ use std::sync::Arc;
 use crate::loom::sync::atomic::fence;
 use crate::loom::sync::Mutex;
 
-use crate::cell::TaskCell;
+use crate::cell::{TaskCell, Word};
+use crate::clock::Nanos;
 use crate::task::TaskCtl;
 
 /// Tasks per chunk: 32 KiB of cells.
@@ -94,6 +96,9 @@ fn release(chunk: &CellChunk, index: u8) {
 pub(crate) struct Slab {
     cells: Vec<Arc<CellChunk>>,
     ctls: Vec<Box<[Option<TaskCtl>]>>,
+    /// Each slot's timer due instant, `Nanos::MAX` when unarmed: only the
+    /// scheduler reads it, so it stays out of the recorders' cells (R9.3).
+    dues: Vec<Box<[Word]>>,
     pub(crate) free: FreeList,
     live: usize,
 }
@@ -131,6 +136,7 @@ impl Slab {
         let cell = &chunk.cells[i];
         debug_assert_eq!(cell.refs.load(Ordering::Relaxed), 0);
         ctl.init_cell(cell);
+        self.dues[c][i].set(Nanos::MAX);
         // One hold for the scheduler, one for the recorder returned.
         cell.refs.store(2, Ordering::Relaxed);
         let cell = CellRef {
@@ -153,6 +159,11 @@ impl Slab {
         }));
         self.ctls
             .push(std::iter::repeat_with(|| None).take(CHUNK).collect());
+        self.dues.push(
+            std::iter::repeat_with(|| Word::new(Nanos::MAX))
+                .take(CHUNK)
+                .collect(),
+        );
         // Hand out the chunk's slots lowest first.
         self.free
             .lock()
@@ -174,6 +185,13 @@ impl Slab {
     pub(crate) fn cell(&self, slot: u32) -> &TaskCell {
         let (c, i) = split(slot);
         &self.cells[c].cells[i]
+    }
+
+    /// Returns the due instant of `slot`'s timer, `Nanos::MAX` when
+    /// unarmed.
+    pub(crate) fn due(&self, slot: u32) -> &Word {
+        let (c, i) = split(slot);
+        &self.dues[c][i]
     }
 
     /// Returns a live task's slow state and its cell.

@@ -1,7 +1,8 @@
 //! The driver's timers: one entry per armed task, moved in place.
 //!
 //! A binary min-heap of slots ordered by (due, slot). Each task's due
-//! instant and position live in its cell (see [`crate::cell`]), so
+//! instant lives in the slab beside its cell, and its position in its cell
+//! (see [`crate::cell`]), so
 //! re-arming a task moves its one entry up or down instead of pushing a
 //! new one and leaving the old one stale: the heap holds exactly the armed
 //! tasks, four bytes each (R9.3), whatever the task count and the number
@@ -25,10 +26,10 @@ const ABSENT: u32 = u32::MAX;
 
 impl TimerKeys for crate::slab::Slab {
     fn due(&self, slot: u32) -> Nanos {
-        self.cell(slot).due.get()
+        self.due(slot).get()
     }
     fn set_due(&self, slot: u32, due: Nanos) {
-        self.cell(slot).due.set(due);
+        self.due(slot).set(due);
     }
     fn pos(&self, slot: u32) -> u32 {
         self.cell(slot).heap_pos.load(Relaxed)

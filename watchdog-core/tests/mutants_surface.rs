@@ -666,6 +666,7 @@ fn signal_kinds_round_trip_through_their_names() {
         "progress",
         "heartbeat",
         "cpu",
+        "net",
         "custom",
     ];
     for (i, (kind, name)) in SignalKind::ALL.into_iter().zip(names).enumerate() {
@@ -679,7 +680,7 @@ fn signal_kinds_round_trip_through_their_names() {
     let err = "stdout".parse::<SignalKind>().unwrap_err();
     assert_eq!(
         err.to_string(),
-        "unknown signal kind `stdout`, expected one of argument-delta, output, tool-call, progress, heartbeat, cpu, custom"
+        "unknown signal kind `stdout`, expected one of argument-delta, output, tool-call, progress, heartbeat, cpu, net, custom"
     );
 }
 

@@ -24,10 +24,12 @@ use watchdog_core::{ChildInfo, ProcState};
 
 pub mod blocked;
 pub mod net;
+mod received;
 mod sampler;
 mod stat;
 mod syscall;
 
+pub use received::NetMeter;
 pub use sampler::{check_interval, sample_once, ProcessSampler, SampledChildren};
 pub use stat::{parse_btime, state_from_code, ProcStat, StatError};
 use stat::{read_btime_ms, stat_path, ticks_per_second};
@@ -81,6 +83,8 @@ pub struct TreeSample {
     /// CPU the whole tree (root included) used since the previous sample,
     /// counting processes that appeared since in full; absent on the first.
     pub cpu_delta_ms: Option<u64>,
+    /// Every process of the tree, the root first, uncut (for [`NetMeter`]).
+    pub pids: Vec<u32>,
 }
 
 /// A reader of a `/proc` tree that remembers the last CPU readings, so each
@@ -387,6 +391,7 @@ impl ProcTable {
             descendants,
             root: root_info,
             cpu_delta_ms,
+            pids: members.iter().map(|p| p.pid).collect(),
         })
     }
 

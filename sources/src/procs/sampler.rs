@@ -9,7 +9,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use watchdog_core::{ChildInfo, ChildProbe, Recorder, SignalKind};
 
-use super::{ProcTable, ProcsError, MAX_INTERVAL, MIN_INTERVAL};
+use super::{NetMeter, ProcTable, ProcsError, MAX_INTERVAL, MIN_INTERVAL};
 
 /// Samples the descendants of `root_pid` once from the system's `/proc`:
 /// up to [`MAX_CHILDREN`](super::MAX_CHILDREN), eldest first, with no CPU deltas (there is no
@@ -86,6 +86,11 @@ struct Sampling {
     cache: Arc<SampledChildren>,
     recorder: Option<Recorder>,
     warned: AtomicBool,
+    /// Bytes received on the tree's TCP sockets, read only when the task's
+    /// `renewed-by` lists `net`: it costs a socket dump and a look at every
+    /// process's descriptors per sample (R5.11).
+    net: Option<Mutex<NetMeter>>,
+    net_warned: AtomicBool,
 }
 
 impl Sampling {
@@ -105,6 +110,7 @@ impl Sampling {
                         r.signal(SignalKind::Cpu);
                     }
                 }
+                self.net(&s.pids);
                 Some(s.children)
             }
             Err(e) => {
@@ -117,6 +123,23 @@ impl Sampling {
         *self.cache.last.lock() = children.clone();
         children
     }
+
+    /// Records a `net` signal when the tree's TCP sockets received bytes
+    /// since the previous sample; the first sample is the baseline (R5.11).
+    fn net(&self, pids: &[u32]) {
+        let (Some(meter), Some(r)) = (&self.net, &self.recorder) else {
+            return;
+        };
+        match meter.lock().sample(pids) {
+            Ok(Some(received)) if received > 0 => r.signal(SignalKind::Net),
+            Ok(_) => {}
+            Err(e) => {
+                if !self.net_warned.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(pid = self.pid, error = %e, "process sampler cannot read the TCP sockets; no net signal");
+                }
+            }
+        }
+    }
 }
 
 /// Samples a process's descendants on an interval, off the request path
@@ -125,7 +148,10 @@ impl Sampling {
 /// It runs on its own std thread, so it keeps sampling when the host's async
 /// runtime is blocked; the first sample is taken before `spawn` returns (R5.11), then one every
 /// interval. When the tree (the root included) used CPU since the previous
-/// sample it records a `cpu` signal on the task. A table that cannot be read
+/// sample it records a `cpu` signal on the task. When the task's
+/// `renewed-by` lists `net`, it also records a `net` signal when the tree's
+/// TCP sockets received bytes since the previous sample (see [`NetMeter`]);
+/// otherwise sockets are not looked at. A table that cannot be read
 /// is logged once and the children stay absent. Dropping the sampler stops
 /// its thread.
 ///
@@ -171,7 +197,8 @@ impl fmt::Debug for ProcessSampler {
 impl ProcessSampler {
     /// Starts sampling the descendants of `pid` from the system's `/proc`
     /// every `interval` (1 s..=60 s). With a `recorder`, the task gets the
-    /// cached view for status and stall events, and `cpu` signals.
+    /// cached view for status and stall events, `cpu` signals, and `net`
+    /// signals if its `renewed-by` lists `net`.
     pub fn spawn(
         pid: u32,
         interval: Duration,
@@ -192,16 +219,22 @@ impl ProcessSampler {
         if let Some(r) = &recorder {
             r.set_children_probe(Arc::clone(&cache) as Arc<dyn ChildProbe>);
         }
+        let net = recorder
+            .as_ref()
+            .filter(|r| r.renews(SignalKind::Net))
+            .map(|_| Mutex::new(NetMeter::new()));
         let sampling = Arc::new(Sampling {
             pid,
             table: Mutex::new(table),
             cache,
             recorder,
             warned: AtomicBool::new(false),
+            net,
+            net_warned: AtomicBool::new(false),
         });
         *sampling.cache.sampling.lock() = Arc::downgrade(&sampling);
         // R5.11: the first sample is taken here, at the start, so CPU used
-        // before it is never counted as progress later.
+        // (and bytes received) before it is never counted as progress later.
         sampling.run();
         let (stop, stopped) = mpsc::channel::<()>();
         let worker = Arc::clone(&sampling);

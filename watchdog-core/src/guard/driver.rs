@@ -89,7 +89,7 @@ impl Inner {
             return;
         }
         let due = t.next_due().map(|d| d.max(floor));
-        let armed = Some(t.cell.due.get()).filter(|&d| d != Nanos::MAX);
+        let armed = Some(s.slab.due(slot).get()).filter(|&d| d != Nanos::MAX);
         if due == armed {
             return;
         }

@@ -63,6 +63,23 @@ impl Recorder {
         self.id
     }
 
+    /// Returns true when signals of `kind` renew this task's budgets (its
+    /// profile's `renewed-by`, R2.6), so a source can skip measuring what
+    /// would not count (R5.11).
+    ///
+    /// ```
+    /// use watchdog_core::{Guard, KindSet, ManualClock, Profile, SignalKind};
+    ///
+    /// let guard = Guard::builder().clock(ManualClock::new()).build();
+    /// let net = KindSet::DEFAULT_RENEWING.with(SignalKind::Net);
+    /// let task = guard.start("dl", Profile::default().renewed_by(net)).unwrap();
+    /// assert!(task.recorder().renews(SignalKind::Net));
+    /// assert!(!task.recorder().renews(SignalKind::Cpu));
+    /// ```
+    pub fn renews(&self, kind: SignalKind) -> bool {
+        self.cell.renews(kind)
+    }
+
     /// Records one signal of `kind` now.
     #[inline]
     pub fn signal(&self, kind: SignalKind) {

@@ -126,7 +126,9 @@ class Task:
         """Attaches a process group leader (a tool started in its own session):
         a guard with `process_groups=True` stops its group on a cancel, and
         its descendants, sampled every `sample_every` (default 1 s, "off":
-        never), are named as `children` of stall events (R3.5, R5.5).
+        never), are named as `children` of stall events (R3.5, R5.5). The
+        samples record `cpu` signals, and `net` ones (bytes received on the
+        tree's TCP sockets) when the task's `renewed_by` lists "net" (R5.11).
 
         >>> p = subprocess.Popen(["sh", "-c", "sleep 30; true"], start_new_session=True)
         >>> task.attach_process(p.pid)
