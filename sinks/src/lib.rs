@@ -11,7 +11,6 @@
 pub mod acp;
 pub mod callback;
 pub mod channel;
-pub mod control;
 pub mod jsonl;
 pub mod metrics;
 pub mod monitor;
