@@ -15,5 +15,8 @@ pub mod jsonl;
 pub mod metrics;
 pub mod monitor;
 pub mod process;
+mod task_ref;
 pub mod token;
 pub mod trace;
+
+pub use task_ref::TaskRef;

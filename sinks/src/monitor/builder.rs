@@ -44,7 +44,7 @@ pub struct MonitorConfigError {
 /// use watchdog_core::Delivery;
 ///
 /// let sink = MonitorSink::builder(|_brief| Box::new(RuleMonitor::new()))
-///     .delivery(Delivery::Isolated)
+///     .with_delivery(Delivery::Isolated)
 ///     .build()
 ///     .unwrap();
 /// assert_eq!(sink.drain_observations().len(), 0);
@@ -85,7 +85,11 @@ impl MonitorSinkBuilder {
     /// or hung agent delays nothing. `Inline`: events are handled and agents
     /// called synchronously on the delivering thread — deterministic, for
     /// tests and for agents that never block.
-    pub fn delivery(mut self, delivery: Delivery) -> Self {
+    ///
+    /// Every sink spells this setting `with_delivery` (R10.6): on a sink
+    /// configured by chaining, a setter named `delivery` would hide the
+    /// [`Sink::delivery`](watchdog_core::Sink::delivery) getter.
+    pub fn with_delivery(mut self, delivery: Delivery) -> Self {
         self.delivery = delivery;
         self
     }

@@ -27,7 +27,7 @@
 //! use watchdog_core::{Delivery, Guard, ManualClock, Outcome, Profile};
 //!
 //! let clock = ManualClock::new();
-//! let monitor = MonitorSink::rule_based().delivery(Delivery::Inline).clock(clock.clone()).build().unwrap();
+//! let monitor = MonitorSink::rule_based().with_delivery(Delivery::Inline).clock(clock.clone()).build().unwrap();
 //! let guard = Guard::builder().clock(clock).sink(monitor.clone()).build();
 //!
 //! let output = Arc::new(Mutex::new(Vec::new()));

@@ -19,6 +19,8 @@ use super::builder::{Limits, MonitorSinkBuilder};
 use super::poller::Ticker;
 use super::runner::{run_call, worker, AgentSlot, Core};
 use super::state::{MonitorSettings, MonitorState};
+use crate::TaskRef;
+
 use super::{
     MonitorAgent, MonitorBrief, MonitorCall, Observation, ObservationKind, OutputTail, RuleMonitor,
 };
@@ -106,7 +108,7 @@ impl fmt::Debug for MonitorTarget {
 /// use watchdog_core::{Delivery, Guard, ManualClock, Profile};
 ///
 /// let clock = ManualClock::new();
-/// let monitor = MonitorSink::rule_based().delivery(Delivery::Inline).clock(clock.clone()).build().unwrap();
+/// let monitor = MonitorSink::rule_based().with_delivery(Delivery::Inline).clock(clock.clone()).build().unwrap();
 /// let guard = Guard::builder().clock(clock).sink(monitor.clone()).build();
 /// let task = guard.start("sleep", monitored(Profile::default())).unwrap();
 /// monitor.watch(task.id(), MonitorTarget::new("sleep 10", Vec::new));
@@ -161,35 +163,61 @@ impl MonitorSink {
         Self::builder(|_| Box::new(RuleMonitor::new()))
     }
 
-    /// Registers a task to monitor if it runs long. Registering a task again
-    /// before its monitor opens replaces the target; after, it is ignored
-    /// (one monitor per task), and so is a task that already finished.
-    pub fn watch(&self, task: TaskId, target: MonitorTarget) {
+    /// Registers a task to monitor if it runs long, by id or by name (a
+    /// [`TaskRef`]: by name, the live task of that name or else the next one
+    /// to start with it). Registering a task again before its monitor opens
+    /// replaces the target; after, it is ignored (one monitor per task), and
+    /// so is a task id that already finished.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use stallguard_sinks::monitor::{monitored, MonitorSink, MonitorTarget};
+    /// use watchdog_core::{Delivery, Guard, ManualClock, Profile};
+    ///
+    /// let clock = ManualClock::new();
+    /// let monitor = MonitorSink::rule_based().with_delivery(Delivery::Inline).clock(clock.clone()).build().unwrap();
+    /// let guard = Guard::builder().clock(clock).sink(monitor.clone()).build();
+    /// monitor.watch("deploy", MonitorTarget::new("./deploy.sh", Vec::new)); // before it starts
+    /// let task = guard.start("deploy", monitored(Profile::default())).unwrap();
+    /// guard.advance(Duration::from_secs(3));
+    /// assert!(monitor.is_open("deploy") && monitor.is_open(task.id()));
+    /// task.finish_completed();
+    /// assert_eq!(monitor.observations("deploy"), monitor.observations(task.id()));
+    /// ```
+    pub fn watch(&self, task: impl Into<TaskRef>, target: MonitorTarget) {
         let mut t = self.shared.tasks.lock();
-        if t.finished.contains(&task) {
+        let id = match task.into() {
+            TaskRef::Id(id) => id,
+            TaskRef::Name(name) => match t.live.get(&name) {
+                Some(&id) => id,
+                None => {
+                    t.pending_names.insert(name, target);
+                    return;
+                }
+            },
+        };
+        if t.finished.contains(&id) {
             return;
         }
-        if t.watched.get(&task).is_none_or(|w| !w.state.is_open()) {
-            let state = MonitorState::new(target.command, target.cwd, self.shared.settings.clone());
-            t.watched.insert(
-                task,
-                Watched {
-                    state,
-                    tail: target.tail,
-                    runner: None,
-                },
-            );
+        if t.watched.get(&id).is_none_or(|w| !w.state.is_open()) {
+            let watched = self.shared.watched(target);
+            t.watched.insert(id, watched);
         }
     }
 
-    /// Returns true while a monitor is open for `task`.
-    pub fn is_open(&self, task: TaskId) -> bool {
-        self.shared
-            .tasks
-            .lock()
-            .watched
-            .get(&task)
-            .is_some_and(|w| w.state.is_open())
+    /// Returns true while a monitor is open for `task` (by id or by name).
+    pub fn is_open(&self, task: impl Into<TaskRef>) -> bool {
+        let t = self.shared.tasks.lock();
+        let id = match task.into() {
+            TaskRef::Id(id) => id,
+            TaskRef::Name(name) => match t.live.get(&name) {
+                Some(&id) => id,
+                None => return false,
+            },
+        };
+        t.watched.get(&id).is_some_and(|w| w.state.is_open())
     }
 
     /// Sends due updates, reading "now" from the sink's clock (or from the
@@ -209,14 +237,20 @@ impl MonitorSink {
 
     /// Returns every observation kept for `task`, oldest first, whether or
     /// not it was drained; kept after the task ends (the last 64 per task,
-    /// for the last 256 tasks).
-    pub fn observations(&self, task: TaskId) -> Vec<Observation> {
-        self.shared
-            .core
-            .store
-            .lock()
-            .by_task
-            .get(&task)
+    /// for the last 256 tasks). By name: the latest task of that name that
+    /// has observations.
+    pub fn observations(&self, task: impl Into<TaskRef>) -> Vec<Observation> {
+        let store = self.shared.core.store.lock();
+        let queue = match task.into() {
+            TaskRef::Id(id) => store.by_task.get(&id),
+            TaskRef::Name(name) => store
+                .order
+                .iter()
+                .rev()
+                .filter_map(|id| store.by_task.get(id))
+                .find(|q| q.front().is_some_and(|o| o.name == name)),
+        };
+        queue
             .map(|q| q.iter().cloned().collect())
             .unwrap_or_default()
     }
@@ -284,6 +318,10 @@ pub(super) struct Tasks {
     /// Recently finished tasks, so a late `watch` does not leave an entry
     /// that no `finished` will ever remove.
     finished: VecDeque<TaskId>,
+    /// Live tasks by name, from their events, to resolve a watch by name.
+    live: HashMap<Arc<str>, TaskId>,
+    /// Targets watched by name before a task of that name was seen.
+    pending_names: HashMap<Arc<str>, MonitorTarget>,
 }
 
 /// How many finished task ids `Tasks::finished` remembers.
@@ -309,14 +347,37 @@ impl Shared {
         Some(at + when.elapsed())
     }
 
+    /// A fresh registration for `target`.
+    fn watched(&self, target: MonitorTarget) -> Watched {
+        Watched {
+            state: MonitorState::new(target.command, target.cwd, self.settings.clone()),
+            tail: target.tail,
+            runner: None,
+        }
+    }
+
     fn on_event(&self, event: &Event) {
         let opened = {
             let mut t = self.tasks.lock();
             t.anchor = Some((event.at, Instant::now()));
-            if matches!(event.kind, EventKind::Finished { .. }) {
+            let finished = matches!(event.kind, EventKind::Finished { .. });
+            if finished {
                 t.finished.push_back(event.task);
                 if t.finished.len() > FINISHED_KEPT {
                     t.finished.pop_front();
+                }
+                if t.live.get(&event.name) == Some(&event.task) {
+                    t.live.remove(&event.name);
+                }
+            } else if !t.live.contains_key(&event.name) {
+                t.live.insert(Arc::clone(&event.name), event.task);
+            }
+            // A watch by name binds to the first task of that name seen.
+            if !t.pending_names.is_empty() {
+                if let Some(target) = t.pending_names.remove(&event.name) {
+                    t.watched
+                        .entry(event.task)
+                        .or_insert_with(|| self.watched(target));
                 }
             }
             let Some(w) = t.watched.get_mut(&event.task) else {
