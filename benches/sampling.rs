@@ -3,7 +3,7 @@
 //! `/proc` reader (following the kernel's children lists, and walking the
 //! table as a kernel without them makes it), against `sysinfo`'s refresh of every process (what a user
 //! must do to find descendants with it). The side-by-side table with `ps`
-//! is `cargo run --release --example compare`.
+//! is `cargo bench --bench compare`.
 //!
 //! The `net` group measures what R5.11's `net` signal adds to a sample, on
 //! 100 processes holding TCP sockets.

@@ -1,10 +1,25 @@
 //! Serves a guard's task snapshots on a control socket and reads them back
-//! with the client functions, as `stallguard status` would (R6.5, R4.2).
+//! over the wire protocol, as `stallguard list` and `describe` do (R6.5,
+//! R4.2): one JSON request line per connection, one JSON line back.
 //!
 //! `cargo run --example control_socket`
 
-use stallguard_sinks::control::{client, ControlServer};
-use watchdog_core::{Guard, Profile};
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+
+use serde_json::Value;
+use stallguard::control::{ControlServer, Request};
+use stallguard::{Guard, Profile};
+
+/// Sends one request on a fresh connection and returns the response line.
+fn ask(socket: &Path, request: &Request) -> Result<Value, Box<dyn std::error::Error>> {
+    let mut stream = UnixStream::connect(socket)?;
+    writeln!(stream, "{}", serde_json::to_string(request)?)?;
+    let mut reply = String::new();
+    BufReader::new(stream).read_line(&mut reply)?;
+    Ok(serde_json::from_str(&reply)?)
+}
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let guard = Guard::default();
@@ -17,19 +32,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = ControlServer::bind(&path, guard.clone())?;
     println!("listening on {}", server.path().display());
 
-    for task in client::list(server.path())? {
+    let listed = ask(server.path(), &Request::List {})?;
+    for task in listed["tasks"].as_array().into_iter().flatten() {
         println!(
             "{:<12} {}",
             task["name"].as_str().unwrap_or("?"),
             task["state"]
         );
     }
-    let turn_status = client::describe(server.path(), "agent-turn")?;
-    println!("{}", serde_json::to_string_pretty(&turn_status)?);
+    let turn_status = ask(
+        server.path(),
+        &Request::Describe {
+            task: "agent-turn".into(),
+        },
+    )?;
+    println!("{}", serde_json::to_string_pretty(&turn_status["task"])?);
 
-    match client::describe(server.path(), "no-such-task") {
-        Err(e) => println!("as expected: {e}"),
-        Ok(_) => println!("unexpected: found a task that does not exist"),
-    }
+    let missing = ask(
+        server.path(),
+        &Request::Describe {
+            task: "no-such-task".into(),
+        },
+    )?;
+    println!("as expected: {}", missing["error"]);
     Ok(()) // dropping the server removes the socket file
 }

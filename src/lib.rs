@@ -3,7 +3,8 @@
 //!
 //! This facade re-exports the engine ([`watchdog_core`], also as
 //! [`core`]), its [`sources`] and [`sinks`], and adds the TOML
-//! [`config`] (SPEC §7). The `stallguard` binary (SPEC §8) is built on it.
+//! [`config`] (SPEC §7) and the [`control`] socket that serves a guard's
+//! task snapshots (R6.5). The `stallguard` binary (SPEC §8) is built on it.
 //!
 //! # Examples
 //!
@@ -25,6 +26,7 @@
 )]
 
 pub mod config;
+pub mod control;
 
 pub use stallguard_sinks as sinks;
 pub use stallguard_sources as sources;

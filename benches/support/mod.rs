@@ -1,5 +1,5 @@
-//! Helpers shared by the benches and `examples/compare.rs` (included with
-//! `#[path]`): the physical floor of R9.1 and a real process tree to sample.
+//! Helpers shared by the benches, `compare` included (with `#[path]` from
+//! `benches/compare/`): the physical floor of R9.1 and a real process tree to sample.
 //! Each includer uses part of it, hence the `dead_code` allowance.
 
 #![allow(dead_code)]

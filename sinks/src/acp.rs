@@ -25,6 +25,8 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use watchdog_core::{Delivery, Event, EventKind, Sink, SinkError};
 
+use crate::TaskRef;
+
 /// The JSON-RPC method every frame is sent as.
 pub const METHOD: &str = "session/update";
 
@@ -94,8 +96,9 @@ struct Call {
 #[derive(Clone)]
 pub struct AcpSink {
     session: SessionId,
-    /// Watched calls by task name; the lock also orders gate and queue.
-    calls: Arc<Mutex<HashMap<String, Call>>>,
+    /// Watched calls by task (name or id); the lock also orders gate and
+    /// queue.
+    calls: Arc<Mutex<HashMap<TaskRef, Call>>>,
     frames: mpsc::UnboundedSender<Vec<u8>>,
 }
 
@@ -148,8 +151,9 @@ impl AcpSink {
         (sink, writer)
     }
 
-    /// Watches the task named `task` as the ACP tool call `tool_call_id`;
-    /// `tool_name` goes under `_meta.toolName` when given.
+    /// Watches `task` (by name or id, a [`TaskRef`]) as the ACP tool call
+    /// `tool_call_id`; `tool_name` goes under `_meta.toolName` when given.
+    /// A task watched both ways is found by its id first.
     ///
     /// # Examples
     ///
@@ -157,11 +161,12 @@ impl AcpSink {
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// let (acp, _writer) = stallguard_sinks::acp::AcpSink::spawn(tokio::io::sink(), "s1");
     /// acp.watch("turn-3/call-1", "call-1", Some("bash"));
+    /// acp.watch(watchdog_core::TaskId::from_raw(7), "call-2", None);
     /// # });
     /// ```
-    pub fn watch(&self, task: &str, tool_call_id: &str, tool_name: Option<&str>) {
+    pub fn watch(&self, task: impl Into<TaskRef>, tool_call_id: &str, tool_name: Option<&str>) {
         self.calls.lock().insert(
-            task.to_owned(),
+            task.into(),
             Call {
                 id: ToolCallId::new(tool_call_id),
                 name: tool_name.map(str::to_owned),
@@ -170,7 +175,8 @@ impl AcpSink {
         );
     }
 
-    /// Settles the call watched as task `task` with `status` (`completed`
+    /// Settles the call watched as `task` (the same name or id it was
+    /// watched by) with `status` (`completed`
     /// or `failed`): writes that update and closes the gate, so no
     /// heartbeat frame for the call follows it (R3.8). Settling twice, or
     /// a task not watched, writes nothing.
@@ -191,14 +197,19 @@ impl AcpSink {
     /// assert!(acp.settle("call-1", ToolCallStatus::InProgress).is_err());
     /// # });
     /// ```
-    pub fn settle(&self, task: &str, status: ToolCallStatus) -> Result<(), SinkError> {
+    pub fn settle(
+        &self,
+        task: impl Into<TaskRef>,
+        status: ToolCallStatus,
+    ) -> Result<(), SinkError> {
+        let task = task.into();
         if !matches!(status, ToolCallStatus::Completed | ToolCallStatus::Failed) {
             return Err(SinkError::new(format!(
-                "acp: settle({task:?}) needs status completed or failed, got {status:?}"
+                "acp: settle({task}) needs status completed or failed, got {status:?}"
             )));
         }
         let mut calls = self.calls.lock();
-        let Some(call) = calls.get_mut(task) else {
+        let Some(call) = calls.get_mut(&task) else {
             return Ok(());
         };
         if call.settled {
@@ -226,6 +237,13 @@ impl AcpSink {
     }
 }
 
+/// The call watched for the event's task: by its id, else by its name.
+fn watched<'a>(calls: &'a HashMap<TaskRef, Call>, event: &Event) -> Option<&'a Call> {
+    calls
+        .get(&TaskRef::Id(event.task))
+        .or_else(|| calls.get(&TaskRef::Name(Arc::clone(&event.name))))
+}
+
 impl Sink for AcpSink {
     fn on_event(&self, event: &Event) -> Result<(), SinkError> {
         match &event.kind {
@@ -233,7 +251,7 @@ impl Sink for AcpSink {
                 // The gate and the queue under one lock: a settle cannot
                 // slip between the check and the send.
                 let calls = self.calls.lock();
-                let Some(call) = calls.get(&*event.name) else {
+                let Some(call) = watched(&calls, event) else {
                     return Ok(());
                 };
                 if call.settled {
@@ -256,8 +274,14 @@ impl Sink for AcpSink {
             }
             EventKind::Finished { .. } => {
                 // The task is over, so is the call it ran: close the gate.
-                if let Some(call) = self.calls.lock().get_mut(&*event.name) {
-                    call.settled = true;
+                let mut calls = self.calls.lock();
+                for key in [
+                    TaskRef::Id(event.task),
+                    TaskRef::Name(Arc::clone(&event.name)),
+                ] {
+                    if let Some(call) = calls.get_mut(&key) {
+                        call.settled = true;
+                    }
                 }
                 Ok(())
             }

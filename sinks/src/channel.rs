@@ -14,6 +14,8 @@ use parking_lot::Mutex;
 use tokio::sync::mpsc::{self, error::TryRecvError as MpscTryRecvError};
 use watchdog_core::{Delivery, Event, EventKind, Sink, SinkError, TaskId};
 
+use crate::TaskRef;
+
 /// Which task a subscription follows.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Filter {
@@ -108,12 +110,13 @@ impl ChannelSink {
         self.add(Filter::All)
     }
 
-    /// Subscribes to the next run of the task named `name` (or the live
-    /// one), from now on.
+    /// Subscribes to one task, by name or by id (a [`TaskRef`]), from now
+    /// on; the subscription ends (`recv` returns `None`) after that task's
+    /// `finished` event.
     ///
-    /// The subscription follows one run: it latches onto the first task of
-    /// that name it sees and ends (`recv` returns `None`) after that task's
-    /// `finished` event, so a later task reusing the name is not mixed in.
+    /// By name, it follows one run: it latches onto the first task of that
+    /// name it sees (the live one, or the next to start), so a later task
+    /// reusing the name is not mixed in.
     ///
     /// # Examples
     ///
@@ -125,29 +128,19 @@ impl ChannelSink {
     /// let mut build = sink.subscribe_task("build");
     /// let guard = Guard::builder().clock(ManualClock::new()).sink(sink.clone()).build();
     /// guard.start("test", Profile::default()).unwrap().finish_completed();
-    /// guard.start("build", Profile::default()).unwrap().finish_completed();
+    /// let task = guard.start("build", Profile::default()).unwrap();
+    /// let mut by_id = sink.subscribe_task(task.id());
+    /// task.finish_completed();
     /// assert_eq!(build.try_recv().unwrap().kind.type_name(), "started");
     /// assert_eq!(build.try_recv().unwrap().kind.type_name(), "finished");
     /// assert!(build.try_recv().unwrap_err().is_closed());
+    /// assert_eq!(by_id.try_recv().unwrap().kind.type_name(), "finished");
     /// ```
-    pub fn subscribe_task(&self, name: &str) -> Subscription {
-        self.add(Filter::Name(name.into()))
-    }
-
-    /// Subscribes to the task with id `id`, from now on; ends after its
-    /// `finished` event.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stallguard_sinks::channel::ChannelSink;
-    /// use watchdog_core::TaskId;
-    /// let sink = ChannelSink::new();
-    /// let sub = sink.subscribe_id(TaskId::from_raw(1));
-    /// # drop(sub);
-    /// ```
-    pub fn subscribe_id(&self, id: TaskId) -> Subscription {
-        self.add(Filter::Id(id))
+    pub fn subscribe_task(&self, task: impl Into<TaskRef>) -> Subscription {
+        self.add(match task.into() {
+            TaskRef::Name(name) => Filter::Name(name),
+            TaskRef::Id(id) => Filter::Id(id),
+        })
     }
 
     /// Returns how many subscribers are registered; dropped ones count until

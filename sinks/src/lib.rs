@@ -11,10 +11,12 @@
 pub mod acp;
 pub mod callback;
 pub mod channel;
-pub mod control;
 pub mod jsonl;
 pub mod metrics;
 pub mod monitor;
 pub mod process;
+mod task_ref;
 pub mod token;
 pub mod trace;
+
+pub use task_ref::TaskRef;

@@ -13,47 +13,7 @@ use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 use watchdog_core::{Action, ActionKind, Delivery, Event, EventKind, Sink, SinkError, TaskId};
 
-/// Names a task: by its name or by its id.
-///
-/// # Examples
-///
-/// ```
-/// use stallguard_sinks::token::TaskRef;
-/// use watchdog_core::TaskId;
-/// assert_eq!(TaskRef::from("build"), TaskRef::Name("build".into()));
-/// assert_eq!(TaskRef::from(TaskId::from_raw(3)), TaskRef::Id(TaskId::from_raw(3)));
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum TaskRef {
-    /// The live task with this name, or the next one to start.
-    Name(Arc<str>),
-    /// The task with this id.
-    Id(TaskId),
-}
-
-impl From<&str> for TaskRef {
-    fn from(name: &str) -> Self {
-        TaskRef::Name(name.into())
-    }
-}
-
-impl From<String> for TaskRef {
-    fn from(name: String) -> Self {
-        TaskRef::Name(name.into())
-    }
-}
-
-impl From<Arc<str>> for TaskRef {
-    fn from(name: Arc<str>) -> Self {
-        TaskRef::Name(name)
-    }
-}
-
-impl From<TaskId> for TaskRef {
-    fn from(id: TaskId) -> Self {
-        TaskRef::Id(id)
-    }
-}
+use crate::TaskRef;
 
 /// A started, unfinished task's tokens: usually one; two when the runner
 /// asked both by id and by name before the task started.

@@ -224,3 +224,27 @@ fn a_finished_task_closes_its_call_for_a_late_settle() {
         assert_eq!(u.fields.status, Some(ToolCallStatus::InProgress));
     }
 }
+
+// R6.7, R10.6: a call watched by task id (the one task reference every sink
+// takes) gets its heartbeat frames and settles by that id; watched by name
+// or by id, the frames are the same.
+#[test]
+fn a_call_watched_by_task_id_is_heartbeated_and_settled_by_id() {
+    let got = frames(|g, acp| {
+        let t = g.start("call-7", heartbeating()).unwrap();
+        acp.watch(t.id(), "toolu_07", None);
+        g.advance(25 * SECOND);
+        acp.settle(t.id(), ToolCallStatus::Failed).unwrap();
+        g.advance(20 * SECOND); // settled: no frame follows
+        t.finish_completed();
+    });
+    let (last, beats) = got.split_last().expect("frames");
+    assert_eq!(beats.len(), 2, "{got:?}");
+    for u in beats {
+        assert_eq!(&*u.tool_call_id.0, "toolu_07");
+        assert_eq!(u.fields.status, Some(ToolCallStatus::InProgress));
+        assert_eq!(u.meta.as_ref().expect("_meta")[META]["task"], "call-7");
+    }
+    assert_eq!(&*last.tool_call_id.0, "toolu_07");
+    assert_eq!(last.fields.status, Some(ToolCallStatus::Failed));
+}

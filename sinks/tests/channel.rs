@@ -86,7 +86,7 @@ fn an_id_subscription_gets_only_that_task() {
         .build();
     let a = guard.start("a", quiet()).unwrap();
     let id = a.status().unwrap().id;
-    let mut sub = sink.subscribe_id(id);
+    let mut sub = sink.subscribe_task(id);
     let b = guard.start("b", quiet()).unwrap();
     guard.advance(5 * SECOND);
     b.finish_completed();

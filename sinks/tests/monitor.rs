@@ -62,7 +62,7 @@ impl World {
                     calls: Arc::clone(&c),
                 })
             })
-            .delivery(Delivery::Inline)
+            .with_delivery(Delivery::Inline)
             .clock(clock)
             .build()
             .unwrap();
@@ -444,7 +444,7 @@ impl MonitorAgent for Faulty {
 fn faulty_world(panic_on_update: bool) -> World {
     World::with(|clock| {
         let sink = MonitorSink::builder(move |_| Box::new(Faulty { panic_on_update }))
-            .delivery(Delivery::Inline)
+            .with_delivery(Delivery::Inline)
             .clock(clock)
             .build()
             .unwrap();
@@ -503,7 +503,7 @@ fn erroring_agent_is_reported() {
 fn observations_are_kept_after_the_task_ends() {
     let w = World::with(|clock| {
         let sink = MonitorSink::rule_based()
-            .delivery(Delivery::Inline)
+            .with_delivery(Delivery::Inline)
             .clock(clock)
             .max_observation_chars(200)
             .build()
@@ -555,7 +555,7 @@ fn observations_are_kept_after_the_task_ends() {
 fn rule_monitor_never_claims_success_without_exit_code() {
     let w = World::with(|clock| {
         let sink = MonitorSink::rule_based()
-            .delivery(Delivery::Inline)
+            .with_delivery(Delivery::Inline)
             .clock(clock)
             .build()
             .unwrap();
@@ -587,7 +587,7 @@ fn rule_monitor_never_claims_success_without_exit_code() {
 fn rule_monitor_flags_retries_and_errors() {
     let w = World::with(|clock| {
         let sink = MonitorSink::rule_based()
-            .delivery(Delivery::Inline)
+            .with_delivery(Delivery::Inline)
             .clock(clock)
             .build()
             .unwrap();
@@ -757,6 +757,44 @@ fn unregistered_task_gets_no_monitor() {
         "{:?}",
         w.monitor
     );
+}
+
+// R6.6, R10.6: a task watched by name (the one task reference of every
+// sink) is monitored like one watched by id: before it starts, the next task
+// of that name; while it runs, the live one. `is_open` and `observations`
+// take the name too, and a later task reusing the name is not mixed in.
+#[test]
+fn a_task_watched_by_name_is_monitored_like_one_watched_by_id() {
+    let w = World::new();
+    let target = || MonitorTarget::new("run deploy", Vec::new);
+    w.monitor.watch("deploy", target()); // before it starts
+    let first = w
+        .guard
+        .start("deploy", monitored(Profile::default()))
+        .unwrap();
+    w.run_for(SECS(4), MS(500), || {});
+    assert!(w.monitor.is_open("deploy"));
+    assert!(w.monitor.is_open(first.id()));
+    first.finish_completed();
+    assert!(!w.monitor.is_open("deploy"));
+    assert_eq!(w.kinds(), ["open", "final"]);
+    let seen = w.monitor.observations("deploy");
+    assert!(!seen.is_empty());
+    assert_eq!(seen, w.monitor.observations(first.id()));
+
+    // A live task is found by name; the first run's observations stay its own.
+    let second = w
+        .guard
+        .start("deploy", monitored(Profile::default()))
+        .unwrap();
+    w.monitor.watch("deploy", target());
+    w.run_for(SECS(4), MS(500), || {});
+    assert!(w.monitor.is_open(second.id()));
+    second.finish_completed();
+    assert_eq!(w.kinds(), ["open", "final", "open", "final"]);
+    let latest = w.monitor.observations("deploy");
+    assert!(latest.iter().all(|o| o.task == second.id()), "{latest:?}");
+    assert!(seen.iter().all(|o| o.task == first.id()));
 }
 
 // --- Sampled cargo-mutants survivors (issue 14, R10.4) ---

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use stallguard::config::OnLeftover;
-use stallguard::sinks::control::ControlServer;
+use stallguard::control::ControlServer;
 use stallguard::sinks::jsonl::JsonLinesSink;
 use stallguard::sinks::process::ProcessSink;
 use stallguard::sources::notify::NotifySocket;

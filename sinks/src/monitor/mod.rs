@@ -11,7 +11,9 @@
 //!
 //! Layout: this file holds the messages and the agent trait; `state.rs` the
 //! pure per-task state machine ([`MonitorState`], testable in virtual time);
-//! `sink.rs` the sink that runs it and calls agents; `redact.rs` the secret
+//! `sink.rs` the sink that runs it (`builder.rs` builds it, `runner.rs`
+//! calls agents and keeps what they say, `poller.rs` drives updates between
+//! events); `redact.rs` the secret
 //! redaction every byte of output passes before an agent sees it; `rules.rs`
 //! the model-free agent. Nothing here ever stops or changes the task.
 //!
@@ -25,7 +27,7 @@
 //! use watchdog_core::{Delivery, Guard, ManualClock, Outcome, Profile};
 //!
 //! let clock = ManualClock::new();
-//! let monitor = MonitorSink::rule_based().delivery(Delivery::Inline).clock(clock.clone()).build().unwrap();
+//! let monitor = MonitorSink::rule_based().with_delivery(Delivery::Inline).clock(clock.clone()).build().unwrap();
 //! let guard = Guard::builder().clock(clock).sink(monitor.clone()).build();
 //!
 //! let output = Arc::new(Mutex::new(Vec::new()));
@@ -48,14 +50,18 @@ use std::time::{Duration, SystemTime};
 
 use watchdog_core::{Outcome, Profile, TaskId, TaskState};
 
+mod builder;
+mod poller;
 mod redact;
 mod rules;
+mod runner;
 mod sink;
 mod state;
 
+pub use builder::{MonitorConfigError, MonitorSinkBuilder};
 pub use redact::{clean_output, redact};
 pub use rules::RuleMonitor;
-pub use sink::{MonitorConfigError, MonitorSink, MonitorSinkBuilder, MonitorTarget};
+pub use sink::{MonitorSink, MonitorTarget};
 pub use state::{MonitorSettings, MonitorState};
 
 /// The `long-running-after` the monitor is designed for (R6.6): 3 s.

@@ -2,26 +2,32 @@
 //! guard's events, calls the runner's [`MonitorAgent`]s, and keeps what they
 //! say as [`Observation`]s. Agents run on a thread per monitor (or inline, for
 //! tests); their errors and panics become observations, never task faults.
+//! The builder is in `builder.rs`, the agent calls and the kept observations
+//! in `runner.rs`, the background poller in `poller.rs`.
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::mpsc;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use watchdog_core::{Clock, Delivery, Event, EventKind, Nanos, Sink, SinkError, TaskId};
 
+use super::builder::{Limits, MonitorSinkBuilder};
+use super::poller::Ticker;
+use super::runner::{run_call, worker, AgentSlot, Core};
 use super::state::{MonitorSettings, MonitorState};
+use crate::TaskRef;
+
 use super::{
     MonitorAgent, MonitorBrief, MonitorCall, Observation, ObservationKind, OutputTail, RuleMonitor,
 };
 
 /// Builds the agent for one monitor from its brief (to pick a model per
 /// command, say).
-type Factory = dyn Fn(&MonitorBrief) -> Box<dyn MonitorAgent> + Send + Sync;
+pub(super) type Factory = dyn Fn(&MonitorBrief) -> Box<dyn MonitorAgent> + Send + Sync;
 
 /// What the runner tells the monitor about one task: the command, where it
 /// runs, and where its output tail comes from.
@@ -72,174 +78,6 @@ impl fmt::Debug for MonitorTarget {
     }
 }
 
-/// A monitor setting out of its range.
-///
-/// # Examples
-///
-/// ```
-/// use std::time::Duration;
-/// use stallguard_sinks::monitor::MonitorSink;
-///
-/// let err = MonitorSink::rule_based().update_interval(Duration::from_millis(500)).build().unwrap_err();
-/// assert_eq!(err.to_string(), "monitor setting `update-interval` must be 2s..=1h, got 500ms");
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("monitor setting `{setting}` must be {expected}, got {got}")]
-pub struct MonitorConfigError {
-    /// The setting's name.
-    pub setting: &'static str,
-    /// The allowed range.
-    pub expected: &'static str,
-    /// The value given.
-    pub got: String,
-}
-
-/// Builds a [`MonitorSink`].
-///
-/// # Examples
-///
-/// ```
-/// use stallguard_sinks::monitor::{MonitorSink, RuleMonitor};
-/// use watchdog_core::Delivery;
-///
-/// let sink = MonitorSink::builder(|_brief| Box::new(RuleMonitor::new()))
-///     .delivery(Delivery::Isolated)
-///     .build()
-///     .unwrap();
-/// assert_eq!(sink.drain_observations().len(), 0);
-/// ```
-#[must_use]
-pub struct MonitorSinkBuilder {
-    factory: Arc<Factory>,
-    delivery: Delivery,
-    clock: Option<Arc<dyn Clock>>,
-    settings: MonitorSettings,
-    poll_interval: Option<Duration>,
-    limits: Limits,
-}
-
-impl fmt::Debug for MonitorSinkBuilder {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MonitorSinkBuilder")
-            .field("delivery", &self.delivery)
-            .field("clock", &self.clock)
-            .field("settings", &self.settings)
-            .field("poll_interval", &self.poll_interval)
-            .field("limits", &self.limits)
-            .finish_non_exhaustive()
-    }
-}
-
-#[derive(Clone, Copy, Debug)]
-struct Limits {
-    observation_chars: usize,
-    per_task: usize,
-    tasks: usize,
-    unread: usize,
-}
-
-impl MonitorSinkBuilder {
-    /// `Isolated` (the default): the guard delivers events on the sink's own
-    /// thread and each monitor's agent runs on a thread of its own, so a slow
-    /// or hung agent delays nothing. `Inline`: events are handled and agents
-    /// called synchronously on the delivering thread — deterministic, for
-    /// tests and for agents that never block.
-    pub fn delivery(mut self, delivery: Delivery) -> Self {
-        self.delivery = delivery;
-        self
-    }
-
-    /// Reads "now" for [`MonitorSink::poll`] from `clock` (share the guard's
-    /// clock). A virtual clock ([`watchdog_core::ManualClock`]) also turns the
-    /// background poller off: the test polls. Without a clock, "now" is the
-    /// latest event's instant plus the real time since it arrived.
-    pub fn clock(mut self, clock: impl Clock) -> Self {
-        self.clock = Some(Arc::new(clock));
-        self
-    }
-
-    /// Sets the least time between two messages to one monitor (default and
-    /// minimum 2 s, R6.6).
-    pub fn update_interval(mut self, d: Duration) -> Self {
-        self.settings.update_interval = d;
-        self
-    }
-
-    /// Sets the most output bytes in one message (default 4096).
-    pub fn max_output_bytes(mut self, n: usize) -> Self {
-        self.settings.max_output_bytes = n;
-        self
-    }
-
-    /// Sets how often the background poller looks for new output while a
-    /// monitor is open (default 500 ms); `None` disables it, leaving updates
-    /// to guard events and explicit [`MonitorSink::poll`] calls.
-    pub fn poll_interval(mut self, d: Option<Duration>) -> Self {
-        self.poll_interval = d;
-        self
-    }
-
-    /// Sets the most characters kept of one observation (default 600).
-    pub fn max_observation_chars(mut self, n: usize) -> Self {
-        self.limits.observation_chars = n;
-        self
-    }
-
-    /// Checks the settings and builds the sink (starting its poller thread
-    /// unless the clock is virtual or polling is off).
-    pub fn build(self) -> Result<MonitorSink, MonitorConfigError> {
-        let s = &self.settings;
-        let bad = |setting, expected, got: String| MonitorConfigError {
-            setting,
-            expected,
-            got,
-        };
-        let dur = |d: Duration| humantime::format_duration(d).to_string();
-        if !(Duration::from_secs(2)..=Duration::from_secs(3600)).contains(&s.update_interval) {
-            return Err(bad("update-interval", "2s..=1h", dur(s.update_interval)));
-        }
-        if !(256..=1 << 20).contains(&s.max_output_bytes) {
-            return Err(bad(
-                "max-output-bytes",
-                "256..=1048576",
-                s.max_output_bytes.to_string(),
-            ));
-        }
-        if let Some(p) = self.poll_interval {
-            if !(Duration::from_millis(10)..=s.update_interval).contains(&p) {
-                return Err(bad("poll-interval", "10ms..=update-interval", dur(p)));
-            }
-        }
-        if !(80..=100_000).contains(&self.limits.observation_chars) {
-            return Err(bad(
-                "max-observation-chars",
-                "80..=100000",
-                self.limits.observation_chars.to_string(),
-            ));
-        }
-        let virtual_clock = self.clock.as_ref().is_some_and(|c| c.is_virtual());
-        let ticker = Arc::new(Ticker::default());
-        let shared = Arc::new(Shared {
-            core: Arc::new(Core {
-                factory: self.factory,
-                store: Mutex::new(Store::default()),
-                pending: Mutex::new(0),
-                idle: Condvar::new(),
-                limits: self.limits,
-            }),
-            delivery: self.delivery,
-            clock: self.clock,
-            settings: self.settings,
-            tasks: Mutex::new(Tasks::default()),
-            ticker: Arc::clone(&ticker),
-        });
-        if let (Some(interval), false) = (self.poll_interval, virtual_clock) {
-            spawn_poller(Arc::downgrade(&shared), ticker, interval);
-        }
-        Ok(MonitorSink { shared })
-    }
-}
-
 /// A sink that opens one side-agent monitor per long-running task (R6.6).
 ///
 /// Register each task to watch with [`MonitorSink::watch`] (command, working
@@ -270,7 +108,7 @@ impl MonitorSinkBuilder {
 /// use watchdog_core::{Delivery, Guard, ManualClock, Profile};
 ///
 /// let clock = ManualClock::new();
-/// let monitor = MonitorSink::rule_based().delivery(Delivery::Inline).clock(clock.clone()).build().unwrap();
+/// let monitor = MonitorSink::rule_based().with_delivery(Delivery::Inline).clock(clock.clone()).build().unwrap();
 /// let guard = Guard::builder().clock(clock).sink(monitor.clone()).build();
 /// let task = guard.start("sleep", monitored(Profile::default())).unwrap();
 /// monitor.watch(task.id(), MonitorTarget::new("sleep 10", Vec::new));
@@ -282,7 +120,7 @@ impl MonitorSinkBuilder {
 /// ```
 #[derive(Clone)]
 pub struct MonitorSink {
-    shared: Arc<Shared>,
+    pub(super) shared: Arc<Shared>,
 }
 
 impl fmt::Debug for MonitorSink {
@@ -325,35 +163,61 @@ impl MonitorSink {
         Self::builder(|_| Box::new(RuleMonitor::new()))
     }
 
-    /// Registers a task to monitor if it runs long. Registering a task again
-    /// before its monitor opens replaces the target; after, it is ignored
-    /// (one monitor per task), and so is a task that already finished.
-    pub fn watch(&self, task: TaskId, target: MonitorTarget) {
+    /// Registers a task to monitor if it runs long, by id or by name (a
+    /// [`TaskRef`]: by name, the live task of that name or else the next one
+    /// to start with it). Registering a task again before its monitor opens
+    /// replaces the target; after, it is ignored (one monitor per task), and
+    /// so is a task id that already finished.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use stallguard_sinks::monitor::{monitored, MonitorSink, MonitorTarget};
+    /// use watchdog_core::{Delivery, Guard, ManualClock, Profile};
+    ///
+    /// let clock = ManualClock::new();
+    /// let monitor = MonitorSink::rule_based().with_delivery(Delivery::Inline).clock(clock.clone()).build().unwrap();
+    /// let guard = Guard::builder().clock(clock).sink(monitor.clone()).build();
+    /// monitor.watch("deploy", MonitorTarget::new("./deploy.sh", Vec::new)); // before it starts
+    /// let task = guard.start("deploy", monitored(Profile::default())).unwrap();
+    /// guard.advance(Duration::from_secs(3));
+    /// assert!(monitor.is_open("deploy") && monitor.is_open(task.id()));
+    /// task.finish_completed();
+    /// assert_eq!(monitor.observations("deploy"), monitor.observations(task.id()));
+    /// ```
+    pub fn watch(&self, task: impl Into<TaskRef>, target: MonitorTarget) {
         let mut t = self.shared.tasks.lock();
-        if t.finished.contains(&task) {
+        let id = match task.into() {
+            TaskRef::Id(id) => id,
+            TaskRef::Name(name) => match t.live.get(&name) {
+                Some(&id) => id,
+                None => {
+                    t.pending_names.insert(name, target);
+                    return;
+                }
+            },
+        };
+        if t.finished.contains(&id) {
             return;
         }
-        if t.watched.get(&task).is_none_or(|w| !w.state.is_open()) {
-            let state = MonitorState::new(target.command, target.cwd, self.shared.settings.clone());
-            t.watched.insert(
-                task,
-                Watched {
-                    state,
-                    tail: target.tail,
-                    runner: None,
-                },
-            );
+        if t.watched.get(&id).is_none_or(|w| !w.state.is_open()) {
+            let watched = self.shared.watched(target);
+            t.watched.insert(id, watched);
         }
     }
 
-    /// Returns true while a monitor is open for `task`.
-    pub fn is_open(&self, task: TaskId) -> bool {
-        self.shared
-            .tasks
-            .lock()
-            .watched
-            .get(&task)
-            .is_some_and(|w| w.state.is_open())
+    /// Returns true while a monitor is open for `task` (by id or by name).
+    pub fn is_open(&self, task: impl Into<TaskRef>) -> bool {
+        let t = self.shared.tasks.lock();
+        let id = match task.into() {
+            TaskRef::Id(id) => id,
+            TaskRef::Name(name) => match t.live.get(&name) {
+                Some(&id) => id,
+                None => return false,
+            },
+        };
+        t.watched.get(&id).is_some_and(|w| w.state.is_open())
     }
 
     /// Sends due updates, reading "now" from the sink's clock (or from the
@@ -373,14 +237,20 @@ impl MonitorSink {
 
     /// Returns every observation kept for `task`, oldest first, whether or
     /// not it was drained; kept after the task ends (the last 64 per task,
-    /// for the last 256 tasks).
-    pub fn observations(&self, task: TaskId) -> Vec<Observation> {
-        self.shared
-            .core
-            .store
-            .lock()
-            .by_task
-            .get(&task)
+    /// for the last 256 tasks). By name: the latest task of that name that
+    /// has observations.
+    pub fn observations(&self, task: impl Into<TaskRef>) -> Vec<Observation> {
+        let store = self.shared.core.store.lock();
+        let queue = match task.into() {
+            TaskRef::Id(id) => store.by_task.get(&id),
+            TaskRef::Name(name) => store
+                .order
+                .iter()
+                .rev()
+                .filter_map(|id| store.by_task.get(id))
+                .find(|q| q.front().is_some_and(|o| o.name == name)),
+        };
+        queue
             .map(|q| q.iter().cloned().collect())
             .unwrap_or_default()
     }
@@ -423,13 +293,13 @@ impl Sink for MonitorSink {
     }
 }
 
-struct Shared {
-    core: Arc<Core>,
-    delivery: Delivery,
-    clock: Option<Arc<dyn Clock>>,
-    settings: MonitorSettings,
-    tasks: Mutex<Tasks>,
-    ticker: Arc<Ticker>,
+pub(super) struct Shared {
+    pub(super) core: Arc<Core>,
+    pub(super) delivery: Delivery,
+    pub(super) clock: Option<Arc<dyn Clock>>,
+    pub(super) settings: MonitorSettings,
+    pub(super) tasks: Mutex<Tasks>,
+    pub(super) ticker: Arc<Ticker>,
 }
 
 impl Drop for Shared {
@@ -440,7 +310,7 @@ impl Drop for Shared {
 }
 
 #[derive(Default)]
-struct Tasks {
+pub(super) struct Tasks {
     watched: HashMap<TaskId, Watched>,
     /// The latest event's instant and the real time it arrived, for "now"
     /// without a clock.
@@ -448,6 +318,10 @@ struct Tasks {
     /// Recently finished tasks, so a late `watch` does not leave an entry
     /// that no `finished` will ever remove.
     finished: VecDeque<TaskId>,
+    /// Live tasks by name, from their events, to resolve a watch by name.
+    live: HashMap<Arc<str>, TaskId>,
+    /// Targets watched by name before a task of that name was seen.
+    pending_names: HashMap<Arc<str>, MonitorTarget>,
 }
 
 /// How many finished task ids `Tasks::finished` remembers.
@@ -465,7 +339,7 @@ enum Runner {
 }
 
 impl Shared {
-    fn now(&self) -> Option<Nanos> {
+    pub(super) fn now(&self) -> Option<Nanos> {
         if let Some(c) = &self.clock {
             return Some(c.now());
         }
@@ -473,14 +347,37 @@ impl Shared {
         Some(at + when.elapsed())
     }
 
+    /// A fresh registration for `target`.
+    fn watched(&self, target: MonitorTarget) -> Watched {
+        Watched {
+            state: MonitorState::new(target.command, target.cwd, self.settings.clone()),
+            tail: target.tail,
+            runner: None,
+        }
+    }
+
     fn on_event(&self, event: &Event) {
         let opened = {
             let mut t = self.tasks.lock();
             t.anchor = Some((event.at, Instant::now()));
-            if matches!(event.kind, EventKind::Finished { .. }) {
+            let finished = matches!(event.kind, EventKind::Finished { .. });
+            if finished {
                 t.finished.push_back(event.task);
                 if t.finished.len() > FINISHED_KEPT {
                     t.finished.pop_front();
+                }
+                if t.live.get(&event.name) == Some(&event.task) {
+                    t.live.remove(&event.name);
+                }
+            } else if !t.live.contains_key(&event.name) {
+                t.live.insert(Arc::clone(&event.name), event.task);
+            }
+            // A watch by name binds to the first task of that name seen.
+            if !t.pending_names.is_empty() {
+                if let Some(target) = t.pending_names.remove(&event.name) {
+                    t.watched
+                        .entry(event.task)
+                        .or_insert_with(|| self.watched(target));
                 }
             }
             let Some(w) = t.watched.get_mut(&event.task) else {
@@ -505,7 +402,7 @@ impl Shared {
         }
     }
 
-    fn poll_at(&self, now: Nanos) -> bool {
+    pub(super) fn poll_at(&self, now: Nanos) -> bool {
         let mut t = self.tasks.lock();
         let mut open = false;
         for w in t.watched.values_mut() {
@@ -559,230 +456,5 @@ impl Shared {
                 None
             }
         }
-    }
-}
-
-/// Runs one monitor's calls in order; updates that queued up while the agent
-/// was busy are folded into one, so a slow agent catches up instead of
-/// falling further behind.
-fn worker(core: &Core, rx: &mpsc::Receiver<MonitorCall>) {
-    let mut slot = AgentSlot::default();
-    while let Ok(mut call) = rx.recv() {
-        let mut taken = 1;
-        let mut next = None;
-        if let MonitorCall::Update(u) = &mut call {
-            while let Ok(more) = rx.try_recv() {
-                taken += 1;
-                match more {
-                    MonitorCall::Update(v) => u.absorb(v),
-                    other => {
-                        next = Some(other);
-                        break;
-                    }
-                }
-            }
-        }
-        run_call(core, &mut slot, &call);
-        if let Some(n) = &next {
-            run_call(core, &mut slot, n);
-        }
-        let last =
-            matches!(call, MonitorCall::Final(_)) || matches!(next, Some(MonitorCall::Final(_)));
-        core.done(taken);
-        if last {
-            return;
-        }
-    }
-}
-
-/// One monitor's agent, made at its `Open` call.
-#[derive(Default)]
-struct AgentSlot {
-    agent: Option<Box<dyn MonitorAgent>>,
-    failed: bool,
-}
-
-/// Calls the agent, containing its panics; keeps what it says.
-fn run_call(core: &Core, slot: &mut AgentSlot, call: &MonitorCall) {
-    if slot.failed {
-        return;
-    }
-    let result = catch_unwind(AssertUnwindSafe(|| match call {
-        MonitorCall::Open(brief) => slot.agent.insert((core.factory)(brief)).open(brief),
-        MonitorCall::Update(u) => slot.agent.as_mut().map_or(Ok(None), |a| a.update(u)),
-        MonitorCall::Final(f) => slot.agent.take().map_or(Ok(None), |mut a| a.finish(f)),
-    }));
-    let (task, name, at) = match call {
-        MonitorCall::Open(b) => (b.task, &b.name, b.elapsed),
-        MonitorCall::Update(u) => (u.task, &u.name, u.elapsed),
-        MonitorCall::Final(f) => (f.task, &f.name, f.elapsed),
-    };
-    let kind = match call {
-        MonitorCall::Final(_) => ObservationKind::Summary,
-        _ => ObservationKind::Update,
-    };
-    let failure = match result {
-        Ok(Ok(Some(text))) => {
-            core.record(task, name, at, kind, &text);
-            return;
-        }
-        Ok(Ok(None)) => return,
-        Ok(Err(e)) => format!("the monitor agent returned an error: {e}"),
-        Err(panic) => {
-            let msg = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "non-string panic".into());
-            format!("the monitor agent panicked: {msg}")
-        }
-    };
-    tracing::warn!(task = %name, failure = %failure, "monitor failed; monitoring of this task stopped");
-    slot.failed = true;
-    slot.agent = None;
-    core.record(task, name, at, ObservationKind::MonitorFailed, &failure);
-}
-
-/// What monitor threads share with the sink. Holds no task state, so a
-/// worker never keeps the sink (and its registrations) alive.
-struct Core {
-    factory: Arc<Factory>,
-    store: Mutex<Store>,
-    pending: Mutex<usize>,
-    idle: Condvar,
-    limits: Limits,
-}
-
-impl Core {
-    fn done(&self, n: usize) {
-        let mut p = self.pending.lock();
-        *p = p.saturating_sub(n);
-        if *p == 0 {
-            self.idle.notify_all();
-        }
-    }
-
-    fn record(
-        &self,
-        task: TaskId,
-        name: &Arc<str>,
-        at: Duration,
-        kind: ObservationKind,
-        text: &str,
-    ) {
-        let obs = Observation {
-            task,
-            name: Arc::clone(name),
-            at_elapsed: at,
-            kind,
-            text: compact(text, self.limits.observation_chars),
-        };
-        let mut store = self.store.lock();
-        if !store.by_task.contains_key(&task) {
-            store.order.push_back(task);
-            if store.order.len() > self.limits.tasks {
-                if let Some(old) = store.order.pop_front() {
-                    store.by_task.remove(&old);
-                }
-            }
-        }
-        let q = store.by_task.entry(task).or_default();
-        q.push_back(obs.clone());
-        if q.len() > self.limits.per_task {
-            q.pop_front();
-        }
-        store.unread.push_back(obs);
-        if store.unread.len() > self.limits.unread {
-            store.unread.pop_front();
-        }
-    }
-}
-
-#[derive(Default)]
-struct Store {
-    by_task: HashMap<TaskId, VecDeque<Observation>>,
-    /// Tasks in the order their first observation came, for eviction.
-    order: VecDeque<TaskId>,
-    unread: VecDeque<Observation>,
-}
-
-/// Collapses whitespace and bounds the length: observations are summaries,
-/// not transcripts.
-fn compact(text: &str, max_chars: usize) -> String {
-    let mut out = String::with_capacity(text.len().min(max_chars * 4));
-    for (n, word) in text.split_whitespace().enumerate() {
-        if n > 0 {
-            out.push(' ');
-        }
-        out.push_str(word);
-    }
-    match out.char_indices().nth(max_chars) {
-        Some((i, _)) => {
-            out.truncate(i);
-            out.push('…');
-            out
-        }
-        None => out,
-    }
-}
-
-#[derive(Default)]
-struct Ticker {
-    state: Mutex<TickState>,
-    cv: Condvar,
-}
-
-#[derive(Default)]
-struct TickState {
-    stop: bool,
-    /// A monitor opened since the poller last looked.
-    wake: bool,
-}
-
-/// Polls every `interval` while a monitor is open and sleeps otherwise; holds
-/// the sink only weakly and stops when it is dropped.
-fn spawn_poller(shared: Weak<Shared>, ticker: Arc<Ticker>, interval: Duration) {
-    let spawned = std::thread::Builder::new()
-        .name("stallguard-monitor-poll".into())
-        .spawn(move || {
-            let mut active = false;
-            loop {
-                {
-                    let mut st = ticker.state.lock();
-                    if st.stop {
-                        return;
-                    }
-                    if active || st.wake {
-                        ticker.cv.wait_for(&mut st, interval);
-                    } else {
-                        ticker.cv.wait(&mut st);
-                    }
-                    if st.stop {
-                        return;
-                    }
-                    st.wake = false;
-                }
-                let Some(shared) = shared.upgrade() else {
-                    return;
-                };
-                active = match shared.now() {
-                    Some(now) => shared.poll_at(now),
-                    None => false,
-                };
-            }
-        });
-    if let Err(e) = spawned {
-        tracing::error!(error = %e, "could not start the monitor poller; updates follow guard events only");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn compact_collapses_and_bounds() {
-        assert_eq!(compact("a \n\n b\tc", 80), "a b c");
-        assert_eq!(compact(&"x".repeat(100), 80).chars().count(), 81);
     }
 }

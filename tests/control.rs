@@ -1,8 +1,13 @@
 //! The control socket over real Unix sockets in a temporary directory (R6.5,
 //! R4.2): permissions, refusals, stale-socket takeover, the JSON protocol,
 //! and clients that misbehave (garbage, oversize, silent, never reading,
-//! a thousand held open). Every read has a generous timeout so a bug fails
-//! the test instead of hanging it; nothing asserts on wall-clock timing.
+//! a thousand held open). The server is the library's
+//! `stallguard::control`; these tests speak its wire protocol directly, and
+//! the `stallguard list`/`describe` client is run as the real binary. Every
+//! read has a generous timeout so a bug fails the test instead of hanging
+//! it; nothing asserts on wall-clock timing.
+
+mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
@@ -11,8 +16,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::Value;
-use stallguard_sinks::control::{client, ControlError, ControlServer};
-use watchdog_core::{Guard, ManualClock, Profile, TaskHandle};
+use stallguard::control::{ControlError, ControlServer, Request};
+use stallguard::{Guard, ManualClock, Profile, TaskHandle};
+
+use common::{run, stderr};
 
 const PATIENCE: Duration = Duration::from_secs(20);
 
@@ -45,6 +52,32 @@ fn read_line(stream: &mut UnixStream) -> Value {
     let mut line = String::new();
     BufReader::new(stream).read_line(&mut line).unwrap();
     serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}"))
+}
+
+/// Sends one protocol request and returns the response.
+fn ask(path: &Path, request: &Request) -> Value {
+    let mut line = serde_json::to_vec(request).unwrap();
+    line.push(b'\n');
+    raw_request(path, &line)
+}
+
+/// The `tasks` of a successful list response.
+fn list(path: &Path) -> Vec<Value> {
+    let reply = ask(path, &Request::List {});
+    assert_eq!(reply["ok"], true, "{reply}");
+    reply["tasks"].as_array().unwrap().clone()
+}
+
+/// The `task` of a successful describe response.
+fn describe(path: &Path, name: &str) -> Value {
+    let reply = ask(
+        path,
+        &Request::Describe {
+            task: name.to_owned(),
+        },
+    );
+    assert_eq!(reply["ok"], true, "{reply}");
+    reply["task"].clone()
 }
 
 fn refusal(result: Result<ControlServer, ControlError>) -> String {
@@ -128,7 +161,7 @@ fn refuses_a_live_socket() {
     let first = ControlServer::bind(sock(&dir), guard.clone()).unwrap();
     let msg = refusal(ControlServer::bind(sock(&dir), virtual_guard()));
     assert!(msg.contains("already listening"), "{msg}");
-    assert_eq!(client::list(first.path()).unwrap().len(), 1);
+    assert_eq!(list(first.path()).len(), 1);
 }
 
 // R6.5: a stale socket of ours (a crashed run) is replaced.
@@ -140,7 +173,7 @@ fn replaces_a_stale_socket() {
     let guard = virtual_guard();
     let _tasks = two_tasks(&guard);
     let server = ControlServer::bind(sock(&dir), guard).unwrap();
-    assert_eq!(client::list(server.path()).unwrap().len(), 2);
+    assert_eq!(list(server.path()).len(), 2);
     let mode = std::fs::metadata(server.path())
         .unwrap()
         .permissions()
@@ -156,13 +189,13 @@ fn list_and_describe_round_trip_two_tasks() {
     let _tasks = two_tasks(&guard);
     let server = ControlServer::bind(sock(&dir), guard.clone()).unwrap();
 
-    let tasks = client::list(server.path()).unwrap();
+    let tasks = list(server.path());
     let names: Vec<_> = tasks.iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["alpha", "beta"]);
     assert_eq!(tasks[0]["phase"], "idle");
     assert_eq!(tasks[0]["elapsed_ms"], 3000);
 
-    let beta = client::describe(server.path(), "beta").unwrap();
+    let beta = describe(server.path(), "beta");
     assert_eq!(
         beta,
         serde_json::to_value(guard.status("beta").unwrap()).unwrap()
@@ -172,21 +205,49 @@ fn list_and_describe_round_trip_two_tasks() {
     assert_eq!(beta["last_call"]["name"], "sql_probe");
     assert_eq!(beta["last_step"], "tool \"sql_probe\" still running");
 
-    match client::describe(server.path(), "gamma") {
-        Err(e @ ControlError::Server { .. }) => {
-            let msg = e.to_string();
-            assert!(msg.contains("no live task named \"gamma\""), "{msg}");
-            assert!(msg.contains("ctl.sock"), "{msg}");
-        }
-        other => panic!("expected a server error, got {other:?}"),
-    }
+    let gamma = ask(
+        server.path(),
+        &Request::Describe {
+            task: "gamma".into(),
+        },
+    );
+    assert_eq!(gamma["ok"], false, "{gamma}");
+    assert_eq!(gamma["error"], "no live task named \"gamma\"");
 }
 
-// R6.5: clients name the path when nothing is there.
+// R6.5: the `stallguard describe` client reports a server's error with the
+// socket's path, and exits 125 (R8.2).
+#[test]
+fn the_client_names_the_socket_path_in_a_server_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let guard = virtual_guard();
+    let _tasks = two_tasks(&guard);
+    let server = ControlServer::bind(sock(&dir), guard).unwrap();
+    let path = server.path().to_str().unwrap();
+    let out = run(dir.path(), &["describe", "gamma", "--socket", path]);
+    assert_eq!(out.status.code(), Some(125));
+    let msg = stderr(&out);
+    assert!(msg.contains("no live task named \"gamma\""), "{msg}");
+    assert!(msg.contains("ctl.sock"), "{msg}");
+    let out = run(
+        dir.path(),
+        &["describe", "beta", "--socket", path, "--json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let beta: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(beta[0]["last_call"]["name"], "sql_probe");
+}
+
+// R6.5: the client names the path when nothing is there.
 #[test]
 fn client_errors_name_the_socket_path() {
     let dir = tempfile::tempdir().unwrap();
-    let msg = client::list(sock(&dir)).unwrap_err().to_string();
+    let out = run(
+        dir.path(),
+        &["list", "--socket", sock(&dir).to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(125));
+    let msg = stderr(&out);
     assert!(msg.contains("ctl.sock") && msg.contains("connect"), "{msg}");
 }
 
@@ -210,7 +271,7 @@ fn garbage_requests_get_an_error_and_the_server_keeps_serving() {
         let error = reply["error"].as_str().unwrap();
         assert!(error.contains("request"), "{garbage:?}: {error}");
     }
-    assert_eq!(client::list(server.path()).unwrap().len(), 2);
+    assert_eq!(list(server.path()).len(), 2);
 }
 
 // R6.5: 10 MB without a newline is cut off at the request bound with an
@@ -235,7 +296,7 @@ fn an_oversize_request_gets_an_error_and_the_server_keeps_serving() {
     assert_eq!(reply["ok"], false);
     assert_eq!(reply["error"], "request larger than 65536 bytes");
     flood.join().unwrap();
-    assert_eq!(client::list(server.path()).unwrap().len(), 2);
+    assert_eq!(list(server.path()).len(), 2);
 }
 
 // R6.5: a client that connects and says nothing gets a timeout error once
@@ -297,8 +358,12 @@ fn a_thousand_held_open_connections_do_not_block_a_client() {
         held.push(UnixStream::connect(server.path()).unwrap());
     }
     for round in 0..3 {
-        let tasks = client::list(server.path()).unwrap_or_else(|e| panic!("round {round}: {e}"));
-        assert_eq!(tasks.len(), 2);
+        let reply = ask(server.path(), &Request::List {});
+        assert_eq!(
+            reply["tasks"].as_array().map(Vec::len),
+            Some(2),
+            "round {round}: {reply}"
+        );
     }
     // The oldest connection was evicted with a message, not left hanging.
     let first = &mut held[0];
@@ -328,16 +393,13 @@ fn a_never_reading_client_blocks_neither_others_nor_the_guard() {
     // Give the server a moment's worth of work by asking something else first;
     // the stuck client's write is pending by the time describe is answered.
     for _ in 0..3 {
-        let t = client::describe(server.path(), "task-0042").unwrap();
+        let t = describe(server.path(), "task-0042");
         assert_eq!(t["name"], "task-0042");
     }
     // The guard is not held: a new task starts and its snapshot is taken.
     let extra = guard.start("extra", Profile::default()).unwrap();
     assert!(guard.status("extra").is_some());
-    assert_eq!(
-        client::describe(server.path(), "extra").unwrap()["name"],
-        "extra"
-    );
+    assert_eq!(describe(server.path(), "extra")["name"], "extra");
     drop((extra, tasks));
     // The stuck client still gets its whole response if it reads at last.
     stuck.set_read_timeout(Some(PATIENCE)).unwrap();
@@ -345,4 +407,23 @@ fn a_never_reading_client_blocks_neither_others_nor_the_guard() {
     let _ = stuck.read_to_end(&mut all);
     let reply: Value = serde_json::from_slice(&all).unwrap();
     assert_eq!(reply["tasks"].as_array().unwrap().len(), 3000);
+}
+
+// R6.5: the socket is bound in a fresh private directory beside the path;
+// a stale one left by an earlier process with the same pid is skipped, not
+// an error (kills `==` for `!=` on `AlreadyExists` in `bind_private`).
+#[test]
+fn stale_private_directories_beside_the_socket_are_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    for n in 0..256 {
+        std::fs::create_dir(
+            dir.path()
+                .join(format!(".sgctl.{}.{n}", std::process::id())),
+        )
+        .unwrap();
+    }
+    let guard = virtual_guard();
+    let _task = guard.start("build", Profile::default()).unwrap();
+    let server = ControlServer::bind(sock(&dir), guard).unwrap();
+    assert_eq!(list(server.path())[0]["name"], "build");
 }

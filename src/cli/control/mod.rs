@@ -1,8 +1,10 @@
 //! `stallguard list` and `stallguard describe` (R6.5): read a control socket
 //! and print rows a person can read, or the JSON snapshots with `--json`.
+//! The server is the library's [`stallguard::control`]; `client.rs` reads it.
+
+mod client;
 
 use serde_json::Value;
-use stallguard::sinks::control::client;
 
 use super::args::ControlArgs;
 use super::EXIT_ERROR;
