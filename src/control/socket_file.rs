@@ -2,10 +2,9 @@
 //! replace a stale socket of ours, bind owner-only whatever the umask, and
 //! remove the file on the way out only if it is still ours.
 
-use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{io_err, ControlError};
 
@@ -55,8 +54,6 @@ pub(super) fn check_existing(path: &Path) -> Result<(), ControlError> {
     }
 }
 
-static PRIVATE_DIRS: AtomicU64 = AtomicU64::new(0);
-
 /// Binds inside a fresh 0700 directory next to `path`, sets 0600, and moves
 /// the socket into place without replacing anything: the socket is never
 /// reachable by others with a wider mode, whatever the umask. Returns the
@@ -66,15 +63,17 @@ pub(super) fn bind_private(path: &Path) -> Result<(UnixListener, (u64, u64)), Co
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let private = loop {
-        let n = PRIVATE_DIRS.fetch_add(1, Ordering::Relaxed);
-        let dir = parent.join(format!(".sgctl.{}.{n}", std::process::id()));
-        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-            Ok(()) => break dir,
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(io_err(path, "create a private directory beside it")(e)),
+    // One helper makes every owner-only directory (R10.6): created 0700
+    // whatever the umask, then checked to be ours and private.
+    let private = watchdog_core::sys::private_dir(parent, ".sgctl.").map_err(|e| match e {
+        watchdog_core::sys::PrivateDirError::Create { source, .. } => {
+            io_err(path, "create a private directory beside it")(source)
         }
-    };
+        other => ControlError::Refused {
+            path: path.to_owned(),
+            why: other.to_string(),
+        },
+    })?;
     let staged = private.join("s");
     let result = (|| {
         let listener = UnixListener::bind(&staged).map_err(io_err(path, "bind"))?;
