@@ -128,3 +128,22 @@ fn finish_calls_ends_every_call_and_hands_the_silence_back_to_idle() {
         ["started", "stalled", "cancelling"]
     );
 }
+
+#[test]
+fn a_call_is_in_flight_from_its_start_to_its_finish_and_never_otherwise() {
+    // R5.3: `is_call_in_flight` answers for the one set, whichever door
+    // asks; an unknown id, a finished call and a finished task are not in
+    // flight.
+    let (guard, _) = setup();
+    let t = guard.start("turn", quiet()).unwrap();
+    assert!(!t.is_call_in_flight("toolu_1"), "nothing started yet");
+    t.tool_started("toolu_1", "bash").unwrap();
+    let recorder = t.recorder();
+    assert!(recorder.is_call_in_flight("toolu_1"));
+    assert!(!recorder.is_call_in_flight("toolu_2"));
+    t.tool_finished("toolu_1", CallOutcome::Success).unwrap();
+    assert!(!recorder.is_call_in_flight("toolu_1"), "finished");
+    t.tool_started("toolu_3", "bash").unwrap();
+    t.finish_completed();
+    assert!(!recorder.is_call_in_flight("toolu_3"), "the task finished");
+}
