@@ -294,6 +294,56 @@ fn a_worker_thread_in_read_is_the_blocking_point_not_the_main_threads_lock() {
 }
 
 #[test]
+fn an_event_loop_waiting_on_no_connection_yields_to_the_thread_reading_one() {
+    // R8.13: Claude Code (Bun) waits in the main thread's epoll on the
+    // terminal and a wake-up fd while its HTTP thread waits on the model's
+    // TCP stream; the stream is why it is silent, so that thread is named.
+    let server = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = server.local_addr().unwrap().port();
+    let mut g = Group::python(&format!(
+        "import os, select, socket, threading; r, w = os.pipe(); \
+         s = socket.create_connection(('127.0.0.1', {port})); \
+         t = threading.Thread(target=lambda: s.recv(1), daemon=True); t.start(); \
+         e = select.epoll(); e.register(r, select.EPOLLIN); \
+         print('ready', flush=True); e.poll()"
+    ));
+    let (_conn, peer) = server.accept().unwrap();
+    g.ready();
+    let py = blocked(g.pid(), "python3", "(thread ");
+    let text = py.blocked_on.unwrap();
+    assert!(
+        text.starts_with(&format!(
+            "reading TCP {peer} -> 127.0.0.1:{port} ESTABLISHED (thread "
+        )),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_event_loop_waiting_on_a_connection_itself_is_named_as_it_is() {
+    // R8.13: where the main thread's own wait holds the connection, it
+    // says why, and no other thread is looked for.
+    let server = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = server.local_addr().unwrap().port();
+    let mut g = Group::python(&format!(
+        "import os, select, socket, threading; r, w = os.pipe(); \
+         s = socket.create_connection(('127.0.0.1', {port})); \
+         t = threading.Thread(target=lambda: os.read(r, 1), daemon=True); t.start(); \
+         e = select.epoll(); e.register(s, select.EPOLLIN); \
+         print('ready', flush=True); e.poll()"
+    ));
+    let (_conn, _) = server.accept().unwrap();
+    g.ready();
+    let py = blocked(g.pid(), "python3", "epoll");
+    let text = py.blocked_on.unwrap();
+    assert!(text.starts_with("waiting (epoll) on 1 fds ("), "{text}");
+    assert!(
+        text.contains("ESTABLISHED") && !text.contains("(thread "),
+        "{text}"
+    );
+}
+
+#[test]
 fn names_from_the_file_system_are_escaped() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("evil\x1b[2J");

@@ -80,12 +80,22 @@ impl<'a> Inspector<'a> {
                 wchan,
             )));
         };
-        let (thread, blocked) = self.busiest_thread(pid, main);
-        let text = match blocked {
+        let (mut thread, blocked) = self.busiest_thread(pid, main);
+        let mut text = match blocked {
             Blocked::Running if state == ProcState::Running => "running on a CPU".to_owned(),
             Blocked::Running => with_wchan("blocked outside a system call".into(), wchan),
             Blocked::In { nr, args } => self.call(pid, nr, &args),
         };
+        // An event loop's main thread waits on everything it serves (the
+        // terminal, a wake-up fd); where it waits on no TCP connection and
+        // another thread does (a runtime's HTTP thread, as in Bun), that
+        // thread's wait is the one that says why it is silent (R8.13).
+        if thread.is_none() && is_multiplexer(&blocked) && !names_tcp_connection(&text) {
+            if let Some((tid, on_tcp)) = self.thread_on_tcp(pid) {
+                thread = Some(tid);
+                text = on_tcp;
+            }
+        }
         let text = match thread {
             Some(tid) => format!("{text} (thread {tid})"),
             None => text,
@@ -125,6 +135,28 @@ impl<'a> Inspector<'a> {
             }
         }
         best
+    }
+
+    /// The first thread of `pid` (not the main one) whose blocking point
+    /// names a TCP connection, with that blocking point.
+    fn thread_on_tcp(&mut self, pid: u32) -> Option<(u32, String)> {
+        let dir = fs::read_dir(self.root.join(format!("{pid}/task"))).ok()?;
+        let mut tids: Vec<u32> = dir
+            .flatten()
+            .take(MAX_THREADS)
+            .filter_map(|e| e.file_name().to_str()?.parse().ok())
+            .filter(|&tid| tid != pid)
+            .collect();
+        tids.sort_unstable();
+        tids.into_iter().find_map(|tid| {
+            let text =
+                fs::read_to_string(self.root.join(format!("{pid}/task/{tid}/syscall"))).ok()?;
+            let Some(Blocked::In { nr, args }) = Blocked::parse(&text) else {
+                return None;
+            };
+            let said = self.call(pid, nr, &args);
+            names_tcp_connection(&said).then_some((tid, said))
+        })
     }
 
     fn call(&mut self, pid: u32, nr: libc::c_long, args: &[u64; 6]) -> String {
@@ -449,6 +481,26 @@ fn with_wchan(text: String, wchan: Option<&str>) -> String {
         Some(w) => format!("{text}; kernel wait: {w}"),
         None => text,
     }
+}
+
+/// Whether a thread waits in `poll`, `select` or `epoll`: on many fds.
+fn is_multiplexer(b: &Blocked) -> bool {
+    match b {
+        Blocked::In { nr, args } => {
+            matches!(
+                classify(*nr, args),
+                Wait::Epoll(_) | Wait::Below(_) | Wait::Any
+            )
+        }
+        Blocked::Running => false,
+    }
+}
+
+/// Whether a blocking point's text names a TCP connection (not a
+/// listener): `TCP a -> b STATE`, as `procs::net` writes it.
+fn names_tcp_connection(text: &str) -> bool {
+    text.match_indices("TCP ")
+        .any(|(i, _)| !text[i + 4..].starts_with("listening"))
 }
 
 #[cfg(test)]
