@@ -402,4 +402,12 @@ fn claude_code_silent_model_stream_is_no_input_wait() {
         screen.contains(&format!("stallguard: idle budget {IDLE} exceeded")),
         "{screen}"
     );
+    // R8.13: the stall names the model's stream that Claude Code's HTTP
+    // thread waits on, not the terminal its main thread polls.
+    let flat = screen.replace(['\r', '\n'], "");
+    assert!(
+        flat.contains(&format!("-> 127.0.0.1:{} ESTABLISHED", mock.port))
+            && flat.contains("(thread "),
+        "{screen}"
+    );
 }
