@@ -14,7 +14,7 @@ use nix::sys::signal::{killpg, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{getpgid, getpgrp, getpid, Pid};
 use parking_lot::{Condvar, Mutex};
-use watchdog_core::sys::ProcStat;
+use watchdog_core::sys::{wait_exit, ProcStat};
 use watchdog_core::{Action, ActionKind, Delivery, Sink, SinkError, TaskId};
 
 /// How long a kill waits for the group to disappear by default.
@@ -409,8 +409,8 @@ fn target(pid: u32) -> Result<Option<Pid>, KillOutcome> {
 
 /// Waits until no live member of process group `pgid` is left, or `bound`
 /// passes: `Confirmed` with the time it took, else `Unconfirmed` with the
-/// pids still running. Polls `/proc` with a short backoff (there is nothing
-/// to block on for another process's group).
+/// pids still running. Blocks on a live member's pidfd between looks at
+/// `/proc` (at least one look every 50 ms).
 ///
 /// # Examples
 ///
@@ -429,10 +429,9 @@ pub fn wait_group_gone(pgid: u32, bound: Duration) -> KillOutcome {
     confirm_gone(Pid::from_raw(pgid as i32), bound)
 }
 
-/// Polls until no live member of `pgid` is left or `bound` passes.
+/// Waits until no live member of `pgid` is left or `bound` passes.
 fn confirm_gone(pgid: Pid, bound: Duration) -> KillOutcome {
     let start = Instant::now();
-    let mut pause = Duration::from_millis(1);
     loop {
         let gone = match killpg(pgid, None) {
             Err(Errno::ESRCH) => true,
@@ -449,10 +448,21 @@ fn confirm_gone(pgid: Pid, bound: Duration) -> KillOutcome {
                 left: group_members(pgid.as_raw() as u32).unwrap_or_default(),
             };
         }
-        // A real process is being waited on: there is nothing to block on
-        // for another process's group, so poll with a short backoff.
-        std::thread::sleep(pause.min(bound.saturating_sub(start.elapsed())));
-        pause = (pause * 2).min(Duration::from_millis(50));
+        // Block on a live member's end; look again at least every 50 ms,
+        // for members that join meanwhile or die as zombies unreaped.
+        let left = bound.saturating_sub(start.elapsed());
+        match group_members(pgid.as_raw() as u32)
+            .ok()
+            .and_then(|m| m.first().copied())
+        {
+            Some(member) => {
+                wait_exit(member, left.min(Duration::from_millis(50)));
+            }
+            // No member could be read (`/proc` refused us) though the group
+            // answers: a real group with nothing to block on, so a short
+            // pause before the next look.
+            None => std::thread::sleep(left.min(Duration::from_millis(5))),
+        }
     }
 }
 
@@ -533,7 +543,6 @@ pub fn reap(pid: u32, within: Duration) -> std::io::Result<Option<Reaped>> {
         .filter(|p| *p > 1)
         .ok_or_else(|| fail(Errno::EINVAL))?;
     let start = Instant::now();
-    let mut pause = Duration::from_millis(1);
     loop {
         match waitpid(Pid::from_raw(raw), Some(WaitPidFlag::WNOHANG)) {
             Ok(WaitStatus::Exited(_, code)) => return Ok(Some(Reaped::Exited(code))),
@@ -545,8 +554,7 @@ pub fn reap(pid: u32, within: Duration) -> std::io::Result<Option<Reaped>> {
         if start.elapsed() >= within {
             return Ok(None);
         }
-        std::thread::sleep(pause.min(within.saturating_sub(start.elapsed())));
-        pause = (pause * 2).min(Duration::from_millis(50));
+        wait_exit(pid, within.saturating_sub(start.elapsed()));
     }
 }
 
