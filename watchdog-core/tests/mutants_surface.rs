@@ -12,9 +12,9 @@ use std::time::{Duration, SystemTime};
 
 use parking_lot::{Condvar, Mutex};
 use watchdog_core::{
-    Action, Budget, ChildInfo, Clock, Delivered, Delivery, Event, EventKind, Guard, KindSet,
-    ManualClock, MonotonicClock, Nanos, Outcome, ProcState, Profile, RecordingSink, SignalKind,
-    Sink, SinkError, TaskId,
+    duration_from_millis, Action, Budget, ChildInfo, Clock, Delivered, Delivery, DurationError,
+    Event, EventKind, Guard, KindSet, ManualClock, MonotonicClock, Nanos, OptionValue, Outcome,
+    ProcState, Profile, RecordingSink, SignalKind, Sink, SinkError, TaskId,
 };
 
 mod common;
@@ -873,4 +873,83 @@ fn budget_and_task_id_names() {
     assert_eq!(Budget::Startup.as_str(), "startup");
     assert_eq!(TaskId::from_raw(42).to_string(), "#42");
     assert_eq!(TaskId::from_raw(42).as_raw(), 42);
+}
+
+// ---------------------------------------------------------------------------
+// Options and durations from every door (R10.6, R8.12)
+// ---------------------------------------------------------------------------
+
+// R10.6: `0` milliseconds is a duration (zero), from Node and Python as
+// from the builder; only a negative or NaN count is refused. (Mutant:
+// `< with <=` in `duration_from_millis`, which refused 0.)
+#[test]
+fn zero_milliseconds_is_a_zero_duration_not_an_error() {
+    assert_eq!(duration_from_millis(0.0), Ok(Duration::ZERO));
+    assert_eq!(duration_from_millis(1.5), Ok(Duration::from_micros(1500)));
+    assert!(matches!(
+        duration_from_millis(-0.5),
+        Err(DurationError::Invalid { .. })
+    ));
+    // Through the option table: 0 ms is off for the heartbeat (R3.7) and
+    // an immediate kill for the grace period (R3.5).
+    let mut p = Profile::default();
+    p.set("gracePeriod", 0.0).unwrap();
+    assert_eq!(p.grace_period, Duration::ZERO);
+    p.set("heartbeat_interval", 0).unwrap();
+    assert_eq!(p.heartbeat_interval, None);
+}
+
+// R8.12, R10.6: a number in an error is written as a person would write
+// it: `1e300`, not three hundred digits, and `0`, not `0e0`. (Mutant:
+// `!= with ==` in `number`.)
+#[test]
+fn numbers_in_errors_are_written_as_people_write_them() {
+    let err = duration_from_millis(1e300).unwrap_err();
+    assert_eq!(
+        err,
+        DurationError::TooLong {
+            text: "1e300ms".into()
+        }
+    );
+    let mut p = Profile::default();
+    let err = p.set("long-running-after", 0.0).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "long-running-after is 0ms, expected 1ms..=30days"
+    );
+}
+
+// R10.6: a duration out of its key's range names that range, the same
+// text the builder's `validate` gives, not the generic "a duration such
+// as ...". (Mutant: `delete field expected` in `OptionSpec::parse`.)
+#[test]
+fn an_out_of_range_option_names_its_range() {
+    let mut p = Profile::default();
+    let err = p.set("idle", "40days").unwrap_err();
+    assert_eq!(err.to_string(), "idle is 40days, expected 1ms..=30days");
+    let err = p.set("grace-period", 3_600_001).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "grace-period is 3600001ms, expected 0s..=1h"
+    );
+    assert_eq!(p, Profile::default(), "a refused value changes nothing");
+}
+
+// R3.2, R10.6: terminate-after takes 0..=1000 from every door; 1001 is
+// refused with the range and leaves the profile as it was. (Mutant:
+// `match guard n <= MAX_STRIKES with true` in `OptionSpec::parse`.)
+#[test]
+fn terminate_after_above_a_thousand_is_refused() {
+    let mut p = Profile::default();
+    p.set("terminate-after", 1000).unwrap();
+    assert_eq!(p.terminate_after, 1000);
+    for value in [OptionValue::from(1001), OptionValue::from("1001")] {
+        let err = p.set("terminateAfter", value).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "terminateAfter is 1001, expected 0..=1000 (0 means never cancel)"
+        );
+    }
+    assert_eq!(p.terminate_after, 1000);
+    p.validate().unwrap();
 }
