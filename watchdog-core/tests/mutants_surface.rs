@@ -11,10 +11,11 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, SystemTime};
 
 use parking_lot::{Condvar, Mutex};
+use watchdog_core::sys::{state_from_code, ProcStat};
 use watchdog_core::{
     duration_from_millis, Action, Budget, ChildInfo, Clock, Delivered, Delivery, DurationError,
-    Event, EventKind, Guard, KindSet, ManualClock, MonotonicClock, Nanos, OptionValue, Outcome,
-    ProcState, Profile, RecordingSink, SignalKind, Sink, SinkError, TaskId,
+    Event, EventKind, Guard, KindSet, Limit, ManualClock, MonotonicClock, Nanos, OptionValue,
+    Outcome, ProcState, Profile, RecordingSink, SignalKind, Sink, SinkError, TaskId,
 };
 
 mod common;
@@ -952,4 +953,49 @@ fn terminate_after_above_a_thousand_is_refused() {
     }
     assert_eq!(p.terminate_after, 1000);
     p.validate().unwrap();
+}
+
+// R10.6: `"off"` turns a budget off from every door, however it is spaced.
+// (Mutant: `delete match arm "off"` in `Limit::from_str`, which sent it to
+// humantime and refused it.)
+#[test]
+fn off_is_a_limit_from_text() {
+    assert_eq!(" off ".parse::<Limit>(), Ok(Limit::Off));
+    let mut p = Profile::default();
+    p.set("idle", "off").unwrap();
+    assert_eq!(p.idle, None);
+    p.set("heartbeat-interval", "off").unwrap();
+    assert_eq!(p.heartbeat_interval, None);
+}
+
+// R3.1, R5.5: a stopped child (`T`, or `t` when a tracer stopped it) is
+// reported as stopped, which makes it a suspect when it uses no CPU. A real
+// child is stopped with SIGSTOP and its /proc stat line read once
+// `waitpid(WUNTRACED)` says it stopped. (Mutant: `delete match arm b'T' |
+// b't'` in `state_from_code`, which reported it as "other".)
+#[test]
+fn a_stopped_child_reads_as_stopped() {
+    assert_eq!(state_from_code(b't'), ProcState::Stopped);
+    let mut child = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .expect("spawn sleep");
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: plain syscalls on our own child's pid; `status` outlives the call.
+    let stopped = unsafe {
+        let mut status = 0;
+        libc::kill(pid, libc::SIGSTOP) == 0
+            && libc::waitpid(pid, &mut status, libc::WUNTRACED) == pid
+            && libc::WIFSTOPPED(status)
+    };
+    let line = std::fs::read(format!("/proc/{pid}/stat"));
+    child.kill().expect("kill sleep");
+    child.wait().expect("reap sleep");
+    assert!(stopped, "the child stopped");
+    let line = line.expect("read stat");
+    let stat = ProcStat::parse(&line).unwrap();
+    assert_eq!(
+        (stat.pid, stat.state_code, stat.state),
+        (pid as u32, b'T', ProcState::Stopped)
+    );
 }
