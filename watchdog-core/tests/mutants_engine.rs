@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use watchdog_core::{
     ActionKind, Budget, BudgetStatus, CallOutcome, ChildInfo, ChildProbe, Clock, EventKind, Guard,
-    GuardError, KindSet, Outcome, Phase, ProcState, Profile, RecordingSink, SignalKind, TaskState,
+    GuardError, KindSet, LeftoverAction, Outcome, Phase, ProcState, ProcessName, Profile,
+    RecordingSink, SignalKind, TaskState,
 };
 
 mod common;
@@ -1250,4 +1251,48 @@ fn a_stall_pays_the_expedited_barrier_without_error() {
     let errors = errors_logged_during(|| guard.advance(secs(11)));
     assert_eq!(rec.types_for("mb"), ["started", "stalled"]);
     assert!(errors.is_empty(), "{errors:?}");
+}
+
+// R8.6: what is left of the command's tree is named in a `leftover` event,
+// with what was done to it, before the task's `finished`. (Mutant:
+// `TaskHandle::leftover -> Ok(())`, named in issue 26, which dropped it.)
+#[test]
+fn leftover_processes_are_named_with_the_action_before_finished() {
+    let (guard, rec, _) = setup();
+    let t = guard.start("lo", quiet()).unwrap();
+    let daemon = ProcessName {
+        pid: 7,
+        name: "sleep".into(),
+    };
+    t.leftover(LeftoverAction::Kept, vec![daemon.clone()])
+        .unwrap();
+    t.finish_completed();
+    assert_eq!(rec.types_for("lo"), ["started", "leftover", "finished"]);
+    let kinds: Vec<_> = rec.events().into_iter().map(|e| e.kind).collect();
+    assert!(
+        kinds.contains(&EventKind::Leftover {
+            action: LeftoverAction::Kept,
+            processes: vec![daemon]
+        }),
+        "{kinds:?}"
+    );
+}
+
+// R8.7: what a source refuses is counted in the task's status, by key.
+// (Mutant: `Recorder::refused -> ()`, named in issue 26, which counted
+// nothing.)
+#[test]
+fn refused_inputs_are_counted_by_key() {
+    let (guard, _, _) = setup();
+    let t = guard.start("rf", quiet()).unwrap();
+    assert!(t.status().unwrap().refused.is_empty());
+    let r = t.recorder();
+    r.refused("args.empty_delta");
+    r.refused("tools.unknown_call");
+    r.refused("args.empty_delta");
+    let refused = t.status().unwrap().refused;
+    assert_eq!(
+        refused.into_iter().collect::<Vec<_>>(),
+        [("args.empty_delta", 2), ("tools.unknown_call", 1)]
+    );
 }
