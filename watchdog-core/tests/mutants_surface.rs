@@ -999,3 +999,19 @@ fn a_stopped_child_reads_as_stopped() {
         (pid as u32, b'T', ProcState::Stopped)
     );
 }
+
+// R10.6: an unknown signal kind in a list is named, with the kinds there
+// are. (Mutant: `delete field expected` at the kinds' error in
+// `OptionSpec::parse`, which gave the generic "a list of ..." instead.)
+#[test]
+fn an_unknown_signal_kind_is_named_with_the_known_ones() {
+    let mut p = Profile::default();
+    let err = p
+        .set("renewed-by", vec!["output", "telepathy"])
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "renewed-by: unknown signal kind `telepathy`, expected one of argument-delta, \
+         output, tool-call, progress, heartbeat, cpu, net, custom"
+    );
+}
