@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use watchdog_core::{
     ActionKind, Budget, BudgetStatus, CallOutcome, ChildInfo, ChildProbe, Clock, EventKind, Guard,
-    GuardError, KindSet, Outcome, Phase, ProcState, Profile, RecordingSink, SignalKind, TaskState,
+    GuardError, KindSet, LeftoverAction, Outcome, Phase, ProcState, ProcessName, Profile,
+    RecordingSink, SignalKind, TaskState,
 };
 
 mod common;
@@ -1193,4 +1194,105 @@ fn negative_zero_progress_does_not_block_later_progress() {
     assert!(t.progress(2.0), "2.0 rose above 1.0");
     guard.advance(secs(9));
     assert_eq!(rec.types_for("nz"), ["started"], "rising progress renews");
+}
+
+/// Every `ERROR` the engine logs on this thread while `f` runs.
+fn errors_logged_during(f: impl FnOnce()) -> Vec<String> {
+    use std::fmt::Write as _;
+    use tracing::field::{Field, Visit};
+    use tracing::span::{Attributes, Id, Record};
+    use tracing::{Event, Level, Metadata, Subscriber};
+
+    struct Text(String);
+    impl Visit for Text {
+        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+            let _ = write!(self.0, "{}={value:?} ", field.name());
+        }
+    }
+    struct Errors(Arc<parking_lot::Mutex<Vec<String>>>);
+    impl Subscriber for Errors {
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &Attributes<'_>) -> Id {
+            Id::from_u64(1)
+        }
+        fn record(&self, _: &Id, _: &Record<'_>) {}
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
+        fn event(&self, event: &Event<'_>) {
+            if *event.metadata().level() == Level::ERROR {
+                let mut text = Text(String::new());
+                event.record(&mut text);
+                self.0.lock().push(text.0);
+            }
+        }
+        fn enter(&self, _: &Id) {}
+        fn exit(&self, _: &Id) {}
+    }
+    let errors = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    tracing::subscriber::with_default(Errors(errors.clone()), f);
+    let logged = errors.lock().clone();
+    logged
+}
+
+// R10.5: the driver's half of the record/stall handshake is the expedited
+// membarrier, and once the process is registered it never fails: a stall
+// verdict (which raises STALLED and so pays the heavy barrier) logs no
+// error. With the wrong command (mutant `<< with >>` on
+// `MEMBARRIER_CMD_PRIVATE_EXPEDITED`, which asks the kernel a query
+// instead) the call "fails" on every pass, and the driver falls back to a
+// plain fence and says so with this error.
+#[test]
+fn a_stall_pays_the_expedited_barrier_without_error() {
+    let (guard, rec, _) = setup();
+    let _t = guard
+        .start("mb", quiet().idle(secs(10)).terminate_after(0))
+        .unwrap();
+    let errors = errors_logged_during(|| guard.advance(secs(11)));
+    assert_eq!(rec.types_for("mb"), ["started", "stalled"]);
+    assert!(errors.is_empty(), "{errors:?}");
+}
+
+// R8.6: what is left of the command's tree is named in a `leftover` event,
+// with what was done to it, before the task's `finished`. (Mutant:
+// `TaskHandle::leftover -> Ok(())`, named in issue 26, which dropped it.)
+#[test]
+fn leftover_processes_are_named_with_the_action_before_finished() {
+    let (guard, rec, _) = setup();
+    let t = guard.start("lo", quiet()).unwrap();
+    let daemon = ProcessName {
+        pid: 7,
+        name: "sleep".into(),
+    };
+    t.leftover(LeftoverAction::Kept, vec![daemon.clone()])
+        .unwrap();
+    t.finish_completed();
+    assert_eq!(rec.types_for("lo"), ["started", "leftover", "finished"]);
+    let kinds: Vec<_> = rec.events().into_iter().map(|e| e.kind).collect();
+    assert!(
+        kinds.contains(&EventKind::Leftover {
+            action: LeftoverAction::Kept,
+            processes: vec![daemon]
+        }),
+        "{kinds:?}"
+    );
+}
+
+// R8.7: what a source refuses is counted in the task's status, by key.
+// (Mutant: `Recorder::refused -> ()`, named in issue 26, which counted
+// nothing.)
+#[test]
+fn refused_inputs_are_counted_by_key() {
+    let (guard, _, _) = setup();
+    let t = guard.start("rf", quiet()).unwrap();
+    assert!(t.status().unwrap().refused.is_empty());
+    let r = t.recorder();
+    r.refused("args.empty_delta");
+    r.refused("tools.unknown_call");
+    r.refused("args.empty_delta");
+    let refused = t.status().unwrap().refused;
+    assert_eq!(
+        refused.into_iter().collect::<Vec<_>>(),
+        [("args.empty_delta", 2), ("tools.unknown_call", 1)]
+    );
 }

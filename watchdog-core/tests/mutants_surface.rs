@@ -11,10 +11,11 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, SystemTime};
 
 use parking_lot::{Condvar, Mutex};
+use watchdog_core::sys::{state_from_code, ProcStat};
 use watchdog_core::{
-    Action, Budget, ChildInfo, Clock, Delivered, Delivery, Event, EventKind, Guard, KindSet,
-    ManualClock, MonotonicClock, Nanos, Outcome, ProcState, Profile, RecordingSink, SignalKind,
-    Sink, SinkError, TaskId,
+    duration_from_millis, Action, Budget, ChildInfo, Clock, Delivered, Delivery, DurationError,
+    Event, EventKind, Guard, KindSet, Limit, ManualClock, MonotonicClock, Nanos, OptionValue,
+    Outcome, ProcState, Profile, RecordingSink, SignalKind, Sink, SinkError, TaskId,
 };
 
 mod common;
@@ -873,4 +874,144 @@ fn budget_and_task_id_names() {
     assert_eq!(Budget::Startup.as_str(), "startup");
     assert_eq!(TaskId::from_raw(42).to_string(), "#42");
     assert_eq!(TaskId::from_raw(42).as_raw(), 42);
+}
+
+// ---------------------------------------------------------------------------
+// Options and durations from every door (R10.6, R8.12)
+// ---------------------------------------------------------------------------
+
+// R10.6: `0` milliseconds is a duration (zero), from Node and Python as
+// from the builder; only a negative or NaN count is refused. (Mutant:
+// `< with <=` in `duration_from_millis`, which refused 0.)
+#[test]
+fn zero_milliseconds_is_a_zero_duration_not_an_error() {
+    assert_eq!(duration_from_millis(0.0), Ok(Duration::ZERO));
+    assert_eq!(duration_from_millis(1.5), Ok(Duration::from_micros(1500)));
+    assert!(matches!(
+        duration_from_millis(-0.5),
+        Err(DurationError::Invalid { .. })
+    ));
+    // Through the option table: 0 ms is off for the heartbeat (R3.7) and
+    // an immediate kill for the grace period (R3.5).
+    let mut p = Profile::default();
+    p.set("gracePeriod", 0.0).unwrap();
+    assert_eq!(p.grace_period, Duration::ZERO);
+    p.set("heartbeat_interval", 0).unwrap();
+    assert_eq!(p.heartbeat_interval, None);
+}
+
+// R8.12, R10.6: a number in an error is written as a person would write
+// it: `1e300`, not three hundred digits, and `0`, not `0e0`. (Mutant:
+// `!= with ==` in `number`.)
+#[test]
+fn numbers_in_errors_are_written_as_people_write_them() {
+    let err = duration_from_millis(1e300).unwrap_err();
+    assert_eq!(
+        err,
+        DurationError::TooLong {
+            text: "1e300ms".into()
+        }
+    );
+    let mut p = Profile::default();
+    let err = p.set("long-running-after", 0.0).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "long-running-after is 0ms, expected 1ms..=30days"
+    );
+}
+
+// R10.6: a duration out of its key's range names that range, the same
+// text the builder's `validate` gives, not the generic "a duration such
+// as ...". (Mutant: `delete field expected` in `OptionSpec::parse`.)
+#[test]
+fn an_out_of_range_option_names_its_range() {
+    let mut p = Profile::default();
+    let err = p.set("idle", "40days").unwrap_err();
+    assert_eq!(err.to_string(), "idle is 40days, expected 1ms..=30days");
+    let err = p.set("grace-period", 3_600_001).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "grace-period is 3600001ms, expected 0s..=1h"
+    );
+    assert_eq!(p, Profile::default(), "a refused value changes nothing");
+}
+
+// R3.2, R10.6: terminate-after takes 0..=1000 from every door; 1001 is
+// refused with the range and leaves the profile as it was. (Mutant:
+// `match guard n <= MAX_STRIKES with true` in `OptionSpec::parse`.)
+#[test]
+fn terminate_after_above_a_thousand_is_refused() {
+    let mut p = Profile::default();
+    p.set("terminate-after", 1000).unwrap();
+    assert_eq!(p.terminate_after, 1000);
+    for value in [OptionValue::from(1001), OptionValue::from("1001")] {
+        let err = p.set("terminateAfter", value).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "terminateAfter is 1001, expected 0..=1000 (0 means never cancel)"
+        );
+    }
+    assert_eq!(p.terminate_after, 1000);
+    p.validate().unwrap();
+}
+
+// R10.6: `"off"` turns a budget off from every door, however it is spaced.
+// (Mutant: `delete match arm "off"` in `Limit::from_str`, which sent it to
+// humantime and refused it.)
+#[test]
+fn off_is_a_limit_from_text() {
+    assert_eq!(" off ".parse::<Limit>(), Ok(Limit::Off));
+    let mut p = Profile::default();
+    p.set("idle", "off").unwrap();
+    assert_eq!(p.idle, None);
+    p.set("heartbeat-interval", "off").unwrap();
+    assert_eq!(p.heartbeat_interval, None);
+}
+
+// R3.1, R5.5: a stopped child (`T`, or `t` when a tracer stopped it) is
+// reported as stopped, which makes it a suspect when it uses no CPU. A real
+// child is stopped with SIGSTOP and its /proc stat line read once
+// `waitpid(WUNTRACED)` says it stopped. (Mutant: `delete match arm b'T' |
+// b't'` in `state_from_code`, which reported it as "other".)
+#[test]
+fn a_stopped_child_reads_as_stopped() {
+    assert_eq!(state_from_code(b't'), ProcState::Stopped);
+    let mut child = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .expect("spawn sleep");
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: plain syscalls on our own child's pid; `status` outlives the call.
+    let stopped = unsafe {
+        let mut status = 0;
+        libc::kill(pid, libc::SIGSTOP) == 0
+            && libc::waitpid(pid, &mut status, libc::WUNTRACED) == pid
+            && libc::WIFSTOPPED(status)
+    };
+    let line = std::fs::read(format!("/proc/{pid}/stat"));
+    child.kill().expect("kill sleep");
+    child.wait().expect("reap sleep");
+    assert!(stopped, "the child stopped");
+    let line = line.expect("read stat");
+    let stat = ProcStat::parse(&line).unwrap();
+    assert_eq!(
+        (stat.pid, stat.state_code, stat.state),
+        (pid as u32, b'T', ProcState::Stopped)
+    );
+}
+
+// R10.6: an unknown signal kind in a list is named, with the kinds there
+// are. (Mutant: `delete field expected` at the kinds' error in
+// `OptionSpec::parse`, which gave the generic "a list of ..." instead.)
+#[test]
+fn an_unknown_signal_kind_is_named_with_the_known_ones() {
+    let mut p = Profile::default();
+    let err = p
+        .set("renewed-by", vec!["output", "telepathy"])
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "renewed-by: unknown signal kind `telepathy`, expected one of argument-delta, \
+         output, tool-call, progress, heartbeat, cpu, net, custom"
+    );
 }
