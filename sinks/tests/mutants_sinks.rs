@@ -11,7 +11,9 @@ use metrics_util::debugging::DebuggingRecorder;
 use stallguard_sinks::callback::CallbackSink;
 use stallguard_sinks::metrics::{MetricsSink, LAST_PROGRESS};
 use stallguard_sinks::monitor::{clean_output, redact, MonitorFinal};
-use stallguard_sinks::process::{group_members, GroupSignal, KillOutcome, KillReport};
+use stallguard_sinks::process::{
+    group_members, reap, GroupSignal, KillOutcome, KillReport, ProcessSink, Reaped,
+};
 use stallguard_sinks::trace::TracingSink;
 use watchdog_core::{Delivery, Guard, ManualClock, Outcome, Profile, Sink};
 
@@ -214,4 +216,74 @@ fn a_url_port_is_not_a_password() {
     for text in ["GET http://localhost:8080/health ok", "see http://host:80"] {
         assert_eq!(redact(text), text);
     }
+}
+
+// --- Shard 3/10 survivors (issue 26, R10.4) ---
+
+// R6.6/R10.2: a secret flag at the very end of the output (a command line
+// cut by the tail window, `--password ` with nothing after it) is kept as
+// is, never a panic (kills `<` for `<=` in `e + 1 < b.len()` in `flags`,
+// which indexed past the end).
+#[test]
+fn a_secret_flag_at_the_end_of_the_text_is_kept_without_a_panic() {
+    for text in ["mysql --password ", "mysql --password", "run --token  "] {
+        assert_eq!(redact(text), text);
+    }
+}
+
+// R6.6: a URL with an empty password (`user:@host`) has nothing to mask,
+// and the output is not altered (kills `>` for `>=` in `url_passwords`,
+// which inserted `[REDACTED]` into the URL).
+#[test]
+fn a_url_with_an_empty_password_is_left_alone() {
+    let text = "git clone https://bot:@example.com/repo.git";
+    assert_eq!(redact(text), text);
+}
+
+// R6.4/R3.4: a kill that could not confirm the group gone, with no member
+// pid left to name (the group still answers), says so rather than listing
+// nothing (kills the `left.is_empty()` match guard replaced with `false`).
+#[test]
+fn an_unconfirmed_kill_with_no_pid_left_says_the_group_still_answers() {
+    let guard = Guard::builder().clock(ManualClock::new()).build();
+    let task = guard.start("build", Profile::default()).unwrap();
+    let report = KillReport {
+        task: task.id(),
+        name: Arc::from("build"),
+        pgid: 40,
+        signal: GroupSignal::Kill,
+        outcome: KillOutcome::Unconfirmed { left: vec![] },
+    };
+    assert_eq!(
+        report.to_string(),
+        "task build: SIGKILL to process group 40: cleanup unconfirmed, the group still answers"
+    );
+}
+
+// R8.7/R6.4: the process sink reports its failures under its own name
+// (kills `<impl Sink for ProcessSink>::name -> ""`).
+#[test]
+fn the_process_sink_names_itself() {
+    assert_eq!(ProcessSink::new().name(), "process");
+}
+
+// R6.4: `reap` waits up to its bound for a child that is still running and
+// returns how it ended (kills `>=` for `<` in `reap`, which gave up with
+// `Ok(None)` at once). A real child that runs for half a second; the
+// bound is generous and no duration is asserted.
+#[test]
+fn reap_waits_within_its_bound_for_a_running_child() {
+    let child = std::process::Command::new("sleep")
+        .arg("0.5")
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    std::mem::forget(child); // a runner without a `Child` of its own
+    assert_eq!(
+        reap(pid, Duration::from_secs(60)).unwrap(),
+        Some(Reaped::Exited(0))
+    );
+    // Reaped once: a second reap names the pid in its error.
+    let err = reap(pid, Duration::ZERO).unwrap_err();
+    assert!(err.to_string().contains(&pid.to_string()), "{err}");
 }
