@@ -945,7 +945,9 @@ impl OutputTail for CountedTail {
 // R6.6: with a byte count from the tail, a brief whose window still holds
 // the first byte ever written shows the output from that byte (its first
 // line whole), and a brief whose window slid starts at the next whole line
-// (kills `<=` for `>` in `Cursor::advance`'s stream start).
+// (kills `<=` for `>` in `Cursor::advance`'s stream start, and
+// `<impl OutputTail for Arc<T>>::total_bytes -> Some(1)`: a runner shares
+// its tail as an `Arc`, and the count must pass through it).
 #[test]
 fn a_counted_tail_shows_its_first_line_only_while_the_window_holds_it() {
     let w = World::new();

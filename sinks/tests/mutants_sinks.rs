@@ -10,12 +10,12 @@ use metrics::Unit;
 use metrics_util::debugging::DebuggingRecorder;
 use stallguard_sinks::callback::CallbackSink;
 use stallguard_sinks::metrics::{MetricsSink, LAST_PROGRESS};
-use stallguard_sinks::monitor::{clean_output, redact, MonitorFinal};
+use stallguard_sinks::monitor::{clean_output, redact, MonitorFinal, MonitorUpdate};
 use stallguard_sinks::process::{
     group_members, reap, GroupSignal, KillOutcome, KillReport, ProcessSink, Reaped,
 };
 use stallguard_sinks::trace::TracingSink;
-use watchdog_core::{Delivery, Guard, ManualClock, Outcome, Profile, Sink};
+use watchdog_core::{Delivery, Guard, ManualClock, Outcome, Profile, Sink, TaskState};
 
 // R8.7/R6.4: a failing sink is reported by its name, so each sink names
 // itself (kills the `name -> ""` / `"xyzzy"` mutants of the callback,
@@ -286,4 +286,40 @@ fn reap_waits_within_its_bound_for_a_running_child() {
     // Reaped once: a second reap names the pid in its error.
     let err = reap(pid, Duration::ZERO).unwrap_err();
     assert!(err.to_string().contains(&pid.to_string()), "{err}");
+}
+
+// R6.6: the updates a slow agent fell behind on are folded into one, and
+// output from any of them is still shown, whichever came last (kills `|=`
+// for `&=` in `MonitorUpdate::absorb`, which then told the agent "No new
+// output" and hid the output it folded in).
+#[test]
+fn a_folded_update_keeps_the_output_of_any_of_its_parts() {
+    let guard = Guard::builder().clock(ManualClock::new()).build();
+    let task = guard.start("build", Profile::default()).unwrap();
+    let update = |secs: u64, output: &str, note: Option<&str>| MonitorUpdate {
+        task: task.id(),
+        name: Arc::from("build"),
+        elapsed: Duration::from_secs(secs),
+        new_output: output.into(),
+        output_changed: !output.is_empty(),
+        output_quiet_for: Duration::from_secs(if output.is_empty() { 2 } else { 0 }),
+        state: TaskState::Working,
+        note: note.map(String::from),
+    };
+    // Output first, then a state-only update.
+    let mut folded = update(4, "compiling core\n", None);
+    folded.absorb(update(6, "", Some("stalled: idle budget ran out")));
+    assert!(folded.output_changed);
+    let prompt = folded.to_prompt();
+    assert!(prompt.contains("compiling core"), "{prompt}");
+    assert!(prompt.contains("stalled: idle budget"), "{prompt}");
+    // A state-only update, then output.
+    let mut folded = update(4, "", Some("recovered"));
+    folded.absorb(update(6, "linking\n", None));
+    assert!(folded.output_changed);
+    assert!(
+        folded.to_prompt().contains("linking"),
+        "{}",
+        folded.to_prompt()
+    );
 }
