@@ -14,6 +14,7 @@ use stallguard_sinks::monitor::{clean_output, redact, MonitorFinal, MonitorUpdat
 use stallguard_sinks::process::{
     group_members, reap, GroupSignal, KillOutcome, KillReport, ProcessSink, Reaped,
 };
+use stallguard_sinks::token::CancelTokenSink;
 use stallguard_sinks::trace::TracingSink;
 use watchdog_core::{Delivery, Guard, ManualClock, Outcome, Profile, Sink, TaskState};
 
@@ -26,6 +27,8 @@ fn sinks_report_failures_under_their_own_names() {
     assert_eq!(CallbackSink::new(|_| {}).named("ui").name(), "ui");
     assert_eq!(MetricsSink::new().name(), "metrics");
     assert_eq!(TracingSink::new().name(), "tracing");
+    // Shard 3/10 (issue 26): `<impl Sink for CancelTokenSink>::name -> "xyzzy"`.
+    assert_eq!(CancelTokenSink::new().name(), "cancel-token");
 }
 
 // R6.4: a sink's delivery mode is the caller's choice (kills
