@@ -326,3 +326,18 @@ fn a_folded_update_keeps_the_output_of_any_of_its_parts() {
         folded.to_prompt()
     );
 }
+
+// R6.6: a token prefix masks only a body of at least its minimum length
+// (16 after `sk-`), counted without the prefix: a short hyphenated word that
+// starts like a key is ordinary output (kills `-` for `+` in
+// `prefixed_tokens`, which counted the prefix twice and masked the word).
+#[test]
+fn a_key_prefix_with_a_short_body_is_not_a_secret() {
+    let text = "pip install sk-video-utils";
+    assert_eq!(redact(text), text);
+    // 16 characters after the prefix: a key.
+    assert_eq!(
+        redact("key sk-abcdefgh12345678 set"),
+        "key sk-[REDACTED] set"
+    );
+}
