@@ -1022,3 +1022,34 @@ fn an_update_within_the_output_bound_carries_only_the_new_lines() {
     assert_eq!(u.new_output, "line 26\nline 27\n");
     task.finish_completed();
 }
+
+// R6.6: on plain progressing output the rule monitor says "progressing" at
+// most every 30 s, not at every update (compact observations, no running
+// commentary; kills the deleted `!` before `due` in `RuleMonitor::update`,
+// which spoke at every update but the due ones).
+#[test]
+fn rule_monitor_notes_plain_progress_at_most_every_30_s() {
+    let w = World::with(|clock| {
+        let sink = MonitorSink::rule_based()
+            .with_delivery(Delivery::Inline)
+            .clock(clock)
+            .build()
+            .unwrap();
+        (sink, Calls::default())
+    });
+    let task = w.start("build", Profile::default());
+    let mut n = 0;
+    w.run_for(SECS(70), MS(500), || {
+        n += 1;
+        w.write(&task, &format!("compiling unit {n}\n"));
+    });
+    let progress = w
+        .monitor
+        .observations(task.id())
+        .iter()
+        .filter(|o| o.text.contains("output is progressing"))
+        .count();
+    // Opened at 3 s; due again at 33 s and 63 s.
+    assert_eq!(progress, 2);
+    task.finish_completed();
+}
