@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 use stallguard_sinks::monitor::{
     monitored, redact, MonitorAgent, MonitorBrief, MonitorCall, MonitorError, MonitorFinal,
     MonitorSettings, MonitorSink, MonitorState, MonitorTarget, MonitorUpdate, ObservationKind,
-    RuleMonitor,
+    OutputTail, RuleMonitor,
 };
 use watchdog_core::{
     Delivery, EventKind, Guard, ManualClock, Outcome, Profile, RecordingSink, TaskHandle, TaskState,
@@ -916,4 +916,140 @@ fn observations_are_kept_for_the_last_256_tasks() {
     for t in later {
         t.finish_completed();
     }
+}
+
+// --- Shard 3/10 survivors (issue 26, R10.4) ---
+
+/// A bounded output window that also counts every byte ever written, as the
+/// output reader of `stallguard-sources` does.
+#[derive(Default)]
+struct CountedTail {
+    inner: Mutex<(Vec<u8>, u64)>,
+}
+
+impl CountedTail {
+    fn set(&self, window: &str, total: u64) {
+        *self.inner.lock() = (window.as_bytes().to_vec(), total);
+    }
+}
+
+impl OutputTail for CountedTail {
+    fn snapshot(&self) -> Vec<u8> {
+        self.inner.lock().0.clone()
+    }
+    fn total_bytes(&self) -> Option<u64> {
+        Some(self.inner.lock().1)
+    }
+}
+
+// R6.6: with a byte count from the tail, a brief whose window still holds
+// the first byte ever written shows the output from that byte (its first
+// line whole), and a brief whose window slid starts at the next whole line
+// (kills `<=` for `>` in `Cursor::advance`'s stream start, and
+// `<impl OutputTail for Arc<T>>::total_bytes -> Some(1)`: a runner shares
+// its tail as an `Arc`, and the count must pass through it).
+#[test]
+fn a_counted_tail_shows_its_first_line_only_while_the_window_holds_it() {
+    let w = World::new();
+    let whole = Arc::new(CountedTail::default());
+    let slid = Arc::new(CountedTail::default());
+    let a = w
+        .guard
+        .start("whole", monitored(Profile::default()))
+        .unwrap();
+    let b = w
+        .guard
+        .start("slid", monitored(Profile::default()))
+        .unwrap();
+    w.monitor
+        .watch(a.id(), MonitorTarget::new("run whole", Arc::clone(&whole)));
+    w.monitor
+        .watch(b.id(), MonitorTarget::new("run slid", Arc::clone(&slid)));
+    whole.set("first line\nsecond line\n", 23);
+    slid.set("ne 1\nline 2\n", 100);
+    w.run_for(SECS(4), MS(500), || {});
+    let mut briefs: Vec<(String, String)> = w
+        .calls()
+        .into_iter()
+        .filter_map(|c| match c {
+            MonitorCall::Open(b) => Some((b.name.to_string(), b.output_tail)),
+            _ => None,
+        })
+        .collect();
+    briefs.sort();
+    assert_eq!(
+        briefs,
+        [
+            ("slid".to_owned(), "line 2\n".to_owned()),
+            ("whole".to_owned(), "first line\nsecond line\n".to_owned()),
+        ]
+    );
+    a.finish_completed();
+    b.finish_completed();
+}
+
+// R6.6: an update whose new output fits the message bound carries just that
+// output, however much was shown before (kills `-` for `+` in
+// `MonitorState::render`'s bound, which counted the old output too).
+#[test]
+fn an_update_within_the_output_bound_carries_only_the_new_lines() {
+    let w = World::with(|clock| {
+        let calls: Calls = Arc::default();
+        let c = Arc::clone(&calls);
+        let sink = MonitorSink::builder(move |_| {
+            Box::new(Probe {
+                calls: Arc::clone(&c),
+            })
+        })
+        .with_delivery(Delivery::Inline)
+        .clock(clock)
+        .max_output_bytes(256)
+        .build()
+        .unwrap();
+        (sink, calls)
+    });
+    let task = w.start("small", Profile::default());
+    let first: String = (1..=25).map(|i| format!("line {i:02}\n")).collect();
+    w.write(&task, &first);
+    w.run_for(SECS(4), MS(500), || {});
+    // 16 new bytes, 216 in all: under the 256-byte bound.
+    w.write(&task, "line 26\nline 27\n");
+    w.run_for(SECS(3), MS(500), || {});
+    assert_eq!(w.kinds(), ["open", "update"]);
+    let Some(MonitorCall::Update(u)) = w.calls().pop() else {
+        panic!("{:?}", w.kinds())
+    };
+    assert_eq!(u.new_output, "line 26\nline 27\n");
+    task.finish_completed();
+}
+
+// R6.6: on plain progressing output the rule monitor says "progressing" at
+// most every 30 s, not at every update (compact observations, no running
+// commentary; kills the deleted `!` before `due` in `RuleMonitor::update`,
+// which spoke at every update but the due ones).
+#[test]
+fn rule_monitor_notes_plain_progress_at_most_every_30_s() {
+    let w = World::with(|clock| {
+        let sink = MonitorSink::rule_based()
+            .with_delivery(Delivery::Inline)
+            .clock(clock)
+            .build()
+            .unwrap();
+        (sink, Calls::default())
+    });
+    let task = w.start("build", Profile::default());
+    let mut n = 0;
+    w.run_for(SECS(70), MS(500), || {
+        n += 1;
+        w.write(&task, &format!("compiling unit {n}\n"));
+    });
+    let progress = w
+        .monitor
+        .observations(task.id())
+        .iter()
+        .filter(|o| o.text.contains("output is progressing"))
+        .count();
+    // Opened at 3 s; due again at 33 s and 63 s.
+    assert_eq!(progress, 2);
+    task.finish_completed();
 }

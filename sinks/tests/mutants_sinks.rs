@@ -10,10 +10,13 @@ use metrics::Unit;
 use metrics_util::debugging::DebuggingRecorder;
 use stallguard_sinks::callback::CallbackSink;
 use stallguard_sinks::metrics::{MetricsSink, LAST_PROGRESS};
-use stallguard_sinks::monitor::{clean_output, redact, MonitorFinal};
-use stallguard_sinks::process::{group_members, GroupSignal, KillOutcome, KillReport};
+use stallguard_sinks::monitor::{clean_output, redact, MonitorFinal, MonitorUpdate};
+use stallguard_sinks::process::{
+    group_members, reap, GroupSignal, KillOutcome, KillReport, ProcessSink, Reaped,
+};
+use stallguard_sinks::token::CancelTokenSink;
 use stallguard_sinks::trace::TracingSink;
-use watchdog_core::{Delivery, Guard, ManualClock, Outcome, Profile, Sink};
+use watchdog_core::{Delivery, Guard, ManualClock, Outcome, Profile, Sink, TaskState};
 
 // R8.7/R6.4: a failing sink is reported by its name, so each sink names
 // itself (kills the `name -> ""` / `"xyzzy"` mutants of the callback,
@@ -24,6 +27,8 @@ fn sinks_report_failures_under_their_own_names() {
     assert_eq!(CallbackSink::new(|_| {}).named("ui").name(), "ui");
     assert_eq!(MetricsSink::new().name(), "metrics");
     assert_eq!(TracingSink::new().name(), "tracing");
+    // Shard 3/10 (issue 26): `<impl Sink for CancelTokenSink>::name -> "xyzzy"`.
+    assert_eq!(CancelTokenSink::new().name(), "cancel-token");
 }
 
 // R6.4: a sink's delivery mode is the caller's choice (kills
@@ -214,4 +219,125 @@ fn a_url_port_is_not_a_password() {
     for text in ["GET http://localhost:8080/health ok", "see http://host:80"] {
         assert_eq!(redact(text), text);
     }
+}
+
+// --- Shard 3/10 survivors (issue 26, R10.4) ---
+
+// R6.6/R10.2: a secret flag at the very end of the output (a command line
+// cut by the tail window, `--password ` with nothing after it) is kept as
+// is, never a panic (kills `<` for `<=` in `e + 1 < b.len()` in `flags`,
+// which indexed past the end).
+#[test]
+fn a_secret_flag_at_the_end_of_the_text_is_kept_without_a_panic() {
+    for text in ["mysql --password ", "mysql --password", "run --token  "] {
+        assert_eq!(redact(text), text);
+    }
+}
+
+// R6.6: a URL with an empty password (`user:@host`) has nothing to mask,
+// and the output is not altered (kills `>` for `>=` in `url_passwords`,
+// which inserted `[REDACTED]` into the URL).
+#[test]
+fn a_url_with_an_empty_password_is_left_alone() {
+    let text = "git clone https://bot:@example.com/repo.git";
+    assert_eq!(redact(text), text);
+}
+
+// R6.4/R3.4: a kill that could not confirm the group gone, with no member
+// pid left to name (the group still answers), says so rather than listing
+// nothing (kills the `left.is_empty()` match guard replaced with `false`).
+#[test]
+fn an_unconfirmed_kill_with_no_pid_left_says_the_group_still_answers() {
+    let guard = Guard::builder().clock(ManualClock::new()).build();
+    let task = guard.start("build", Profile::default()).unwrap();
+    let report = KillReport {
+        task: task.id(),
+        name: Arc::from("build"),
+        pgid: 40,
+        signal: GroupSignal::Kill,
+        outcome: KillOutcome::Unconfirmed { left: vec![] },
+    };
+    assert_eq!(
+        report.to_string(),
+        "task build: SIGKILL to process group 40: cleanup unconfirmed, the group still answers"
+    );
+}
+
+// R8.7/R6.4: the process sink reports its failures under its own name
+// (kills `<impl Sink for ProcessSink>::name -> ""`).
+#[test]
+fn the_process_sink_names_itself() {
+    assert_eq!(ProcessSink::new().name(), "process");
+}
+
+// R6.4: `reap` waits up to its bound for a child that is still running and
+// returns how it ended (kills `>=` for `<` in `reap`, which gave up with
+// `Ok(None)` at once). A real child that runs for half a second; the
+// bound is generous and no duration is asserted.
+#[test]
+fn reap_waits_within_its_bound_for_a_running_child() {
+    let child = std::process::Command::new("sleep")
+        .arg("0.5")
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    std::mem::forget(child); // a runner without a `Child` of its own
+    assert_eq!(
+        reap(pid, Duration::from_secs(60)).unwrap(),
+        Some(Reaped::Exited(0))
+    );
+    // Reaped once: a second reap names the pid in its error.
+    let err = reap(pid, Duration::ZERO).unwrap_err();
+    assert!(err.to_string().contains(&pid.to_string()), "{err}");
+}
+
+// R6.6: the updates a slow agent fell behind on are folded into one, and
+// output from any of them is still shown, whichever came last (kills `|=`
+// for `&=` in `MonitorUpdate::absorb`, which then told the agent "No new
+// output" and hid the output it folded in).
+#[test]
+fn a_folded_update_keeps_the_output_of_any_of_its_parts() {
+    let guard = Guard::builder().clock(ManualClock::new()).build();
+    let task = guard.start("build", Profile::default()).unwrap();
+    let update = |secs: u64, output: &str, note: Option<&str>| MonitorUpdate {
+        task: task.id(),
+        name: Arc::from("build"),
+        elapsed: Duration::from_secs(secs),
+        new_output: output.into(),
+        output_changed: !output.is_empty(),
+        output_quiet_for: Duration::from_secs(if output.is_empty() { 2 } else { 0 }),
+        state: TaskState::Working,
+        note: note.map(String::from),
+    };
+    // Output first, then a state-only update.
+    let mut folded = update(4, "compiling core\n", None);
+    folded.absorb(update(6, "", Some("stalled: idle budget ran out")));
+    assert!(folded.output_changed);
+    let prompt = folded.to_prompt();
+    assert!(prompt.contains("compiling core"), "{prompt}");
+    assert!(prompt.contains("stalled: idle budget"), "{prompt}");
+    // A state-only update, then output.
+    let mut folded = update(4, "", Some("recovered"));
+    folded.absorb(update(6, "linking\n", None));
+    assert!(folded.output_changed);
+    assert!(
+        folded.to_prompt().contains("linking"),
+        "{}",
+        folded.to_prompt()
+    );
+}
+
+// R6.6: a token prefix masks only a body of at least its minimum length
+// (16 after `sk-`), counted without the prefix: a short hyphenated word that
+// starts like a key is ordinary output (kills `-` for `+` in
+// `prefixed_tokens`, which counted the prefix twice and masked the word).
+#[test]
+fn a_key_prefix_with_a_short_body_is_not_a_secret() {
+    let text = "pip install sk-video-utils";
+    assert_eq!(redact(text), text);
+    // 16 characters after the prefix: a key.
+    assert_eq!(
+        redact("key sk-abcdefgh12345678 set"),
+        "key sk-[REDACTED] set"
+    );
 }

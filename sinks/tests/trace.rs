@@ -398,3 +398,44 @@ fn each_task_is_a_span_holding_its_events() {
         );
     }
 }
+
+// R6.4: a cancel action is logged as a cancel with the reason the guard
+// gave, a kill as a kill (kills the deleted `ActionKind::Cancel` arm of
+// `on_action`, which logged a cancel as a bare "action dispatched" without
+// its reason; shard 3/10, issue 26).
+#[test]
+fn actions_are_logged_with_what_they_do_and_why() {
+    let cap = capture(TracingSink::new(), |g| {
+        let profile = Profile::default()
+            .idle(5 * SECOND)
+            .grace_period(2 * SECOND)
+            .heartbeat_interval(None);
+        let t = g.start_process("build", profile, 4242).unwrap();
+        g.advance(5 * SECOND);
+        g.advance(2 * SECOND);
+        t.finish(Outcome::Cancelled, None, Some(9)).unwrap();
+    });
+    let reason = cap.of("cancelling")[0]
+        .field("reason")
+        .expect("the cancelling event has a reason")
+        .to_owned();
+    assert!(!reason.is_empty());
+    let actions: Vec<(Option<String>, Option<String>)> = cap
+        .records()
+        .into_iter()
+        .filter(|r| r.field("event").is_none())
+        .map(|r| {
+            (
+                r.field("message").map(str::to_owned),
+                r.field("reason").map(str::to_owned),
+            )
+        })
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            (Some("cancel action dispatched".to_owned()), Some(reason)),
+            (Some("kill action dispatched".to_owned()), None),
+        ]
+    );
+}
