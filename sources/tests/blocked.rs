@@ -132,7 +132,9 @@ fn a_reader_of_a_terminal_is_waiting_for_input() {
 fn a_reader_of_a_pipe_names_who_writes_it() {
     let mut g = Group::sh("echo ready; sleep 30 | cat");
     g.ready();
-    let cat = blocked(g.pid(), "cat", "pipe");
+    // Until the pipeline's left side has exec'd it is named `sh`: look
+    // until the writer is `sleep` (raced in CI).
+    let cat = blocked(g.pid(), "cat", "written by sleep[");
     let text = cat.blocked_on.unwrap();
     assert!(
         text.starts_with("reading a pipe written by sleep["),
