@@ -10,7 +10,7 @@ use std::time::Duration;
 use stallguard_sources::args::openai::OpenAiStream;
 use stallguard_sources::args::{Rejection, Step, StreamAdapter};
 use stallguard_sources::background::{BackgroundError, BackgroundRecord, MAX_ID, MAX_PER_OWNER};
-use stallguard_sources::procs::{state_from_code, ProcTable, ProcessSampler};
+use stallguard_sources::procs::{state_from_code, ProcTable, ProcessSampler, FULL_WALK_EVERY};
 use stallguard_sources::tools::{ToolCallError, ToolCallFeed, MAX_CALL_ID};
 use watchdog_core::{
     BackgroundKind, CallOutcome, ChildProbe, Guard, ManualClock, ProcState, Profile, TaskHandle,
@@ -229,5 +229,53 @@ fn an_unreadable_table_is_warned_about_exactly_once() {
         text.matches("process sampler cannot read").count(),
         1,
         "{text}"
+    );
+}
+
+/// Copies the `/proc` fixture into `to`, directories and all.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+// R9.4/R5.5: a walk of the table re-reads everything exactly every
+// FULL_WALK_EVERY samples, so an outsider's pid reused with no counter
+// movement shows at the next full walk, not one sample later (kills
+// `+ with *` in `ProcTable::read_table`'s `since_full_walk + 1`, which
+// stretched the period to FULL_WALK_EVERY + 1).
+#[test]
+fn the_full_walk_comes_every_full_walk_every_samples_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/proc"),
+        dir.path(),
+    );
+    std::fs::write(dir.path().join("loadavg"), "0.00 0.00 0.00 1/90 300\n").unwrap();
+    let mut table = ProcTable::at(dir.path());
+    let has =
+        |t: &mut ProcTable, pid: u32| t.sample(100).unwrap().children.iter().any(|c| c.pid == pid);
+    // Sample 1 is a full walk (no counter seen before); 106's stat is
+    // garbage then, so it is listed as an outsider.
+    assert!(!has(&mut table, 106));
+    // 106 "reused" under the root with the counter unmoved.
+    std::fs::write(
+        dir.path().join("106/stat"),
+        "106 (new) S 100 0 0 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 8000 0 0\n",
+    )
+    .unwrap();
+    for n in 2..=FULL_WALK_EVERY {
+        assert!(!has(&mut table, 106), "sample {n} is not a full walk");
+    }
+    assert!(
+        has(&mut table, 106),
+        "sample {} is the next full walk",
+        FULL_WALK_EVERY + 1
     );
 }
