@@ -7,6 +7,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use stallguard_sources::agent::{call_name, codex, AgentEvent};
 use stallguard_sources::args::openai::OpenAiStream;
 use stallguard_sources::args::{Rejection, Step, StreamAdapter};
 use stallguard_sources::background::{BackgroundError, BackgroundRecord, MAX_ID, MAX_PER_OWNER};
@@ -278,4 +279,51 @@ fn the_full_walk_comes_every_full_walk_every_samples_exactly() {
         "sample {} is the next full walk",
         FULL_WALK_EVERY + 1
     );
+}
+
+// R5.3/R8.13: a Codex item that completed is a failure when its status says
+// so or when its exit code is not 0, either one alone (kills `|| with &&`
+// in `codex::item`, which called both of these a success).
+#[test]
+fn a_codex_item_fails_on_its_status_or_its_exit_code_alone() {
+    let completed = |item: serde_json::Value| {
+        let line = serde_json::json!({"type": "item.completed", "item": item});
+        let mut out = Vec::new();
+        codex::parse(&line, &mut out);
+        match out.as_slice() {
+            [AgentEvent::ToolCompleted { ok, .. }] => *ok,
+            other => panic!("one completed tool, got {other:?}"),
+        }
+    };
+    let cmd = |status: &str, exit: Option<i64>| {
+        let mut item = serde_json::json!({"id": "item_1", "type": "command_execution",
+            "command": "bash -lc false", "status": status});
+        if let Some(code) = exit {
+            item["exit_code"] = code.into();
+        }
+        item
+    };
+    assert!(
+        !completed(cmd("failed", None)),
+        "failed status, no exit code"
+    );
+    assert!(!completed(cmd("declined", None)), "declined, never ran");
+    assert!(!completed(cmd("completed", Some(2))), "exit code 2");
+    assert!(completed(cmd("completed", Some(0))));
+    assert!(completed(cmd("completed", None)));
+}
+
+// R8.13: a call's name shows its command while the name leaves room for
+// `(`, `…` and `)` within MAX_CALL_ID bytes (kills `+ with *` in
+// `call_name`'s room test, which dropped the command of any name over a
+// fifth of the bound).
+#[test]
+fn a_call_name_shows_its_command_while_there_is_room() {
+    let name = "n".repeat(60);
+    assert_eq!(call_name(&name, Some("ls")), format!("{name}(ls)"));
+    // 5 bytes short of the bound: one byte of command fits, cut.
+    let long = "m".repeat(MAX_CALL_ID - 6);
+    assert_eq!(call_name(&long, Some("ls -l")), format!("{long}(l…)"));
+    let full = "m".repeat(MAX_CALL_ID - 5);
+    assert_eq!(call_name(&full, Some("ls")), full, "no room left");
 }
