@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use stallguard_sources::agent::{call_name, codex, AgentEvent};
 use stallguard_sources::args::openai::OpenAiStream;
-use stallguard_sources::args::{Rejection, Step, StreamAdapter};
+use stallguard_sources::args::{Rejection, Step, StreamAdapter, StreamFormat};
 use stallguard_sources::background::{BackgroundError, BackgroundRecord, MAX_ID, MAX_PER_OWNER};
 use stallguard_sources::procs::{state_from_code, ProcTable, ProcessSampler, FULL_WALK_EVERY};
 use stallguard_sources::tools::{ToolCallError, ToolCallFeed, MAX_CALL_ID};
@@ -326,4 +326,16 @@ fn a_call_name_shows_its_command_while_there_is_room() {
     assert_eq!(call_name(&long, Some("ls -l")), format!("{long}(l…)"));
     let full = "m".repeat(MAX_CALL_ID - 5);
     assert_eq!(call_name(&full, Some("ls")), full, "no room left");
+}
+
+// R10.6: a stream format prints as the name it is parsed from, so an error
+// or a status that shows it names a format the user can type back (kills
+// `<impl Display for StreamFormat>::fmt -> Ok(())`, which printed nothing).
+#[test]
+fn a_stream_format_prints_as_the_name_it_parses_from() {
+    let shown: Vec<String> = StreamFormat::ALL.iter().map(|f| f.to_string()).collect();
+    assert_eq!(shown, ["anthropic", "openai", "responses", "gemini"]);
+    for f in StreamFormat::ALL {
+        assert_eq!(f.to_string().parse::<StreamFormat>(), Ok(f));
+    }
 }
