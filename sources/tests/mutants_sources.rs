@@ -339,3 +339,23 @@ fn a_stream_format_prints_as_the_name_it_parses_from() {
         assert_eq!(f.to_string().parse::<StreamFormat>(), Ok(f));
     }
 }
+
+// R5.2: an OpenAI message's place within its `created` second counts from
+// 0 in each new second, so a long stream with one message a second is never
+// refused for running out of room in a second (kills the match guard
+// `sec == created -> true` in `OpenAiStream::new_message`, which carried
+// the count across seconds and refused the 65 537th message).
+#[test]
+fn openai_messages_in_new_seconds_count_from_zero() {
+    let (_guard, task) = owner();
+    let mut s = OpenAiStream::new(task.recorder());
+    // One more message than a second has room for (2^16).
+    for k in 0..=(1u32 << 16) {
+        let chunk = format!(
+            r#"{{"id":"c{k}","created":{},"choices":[]}}"#,
+            1_767_225_600 + u64::from(k)
+        );
+        assert_eq!(s.feed(&chunk), Ok(Step::Tracked), "message {k}");
+    }
+    assert_eq!(s.tracker().rejections().total(), 0);
+}
