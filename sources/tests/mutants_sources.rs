@@ -11,7 +11,9 @@ use stallguard_sources::agent::{call_name, codex, AgentEvent};
 use stallguard_sources::args::openai::OpenAiStream;
 use stallguard_sources::args::{Rejection, Step, StreamAdapter, StreamFormat};
 use stallguard_sources::background::{BackgroundError, BackgroundRecord, MAX_ID, MAX_PER_OWNER};
-use stallguard_sources::procs::{state_from_code, ProcTable, ProcessSampler, FULL_WALK_EVERY};
+use stallguard_sources::procs::{
+    sample_once, state_from_code, ProcTable, ProcessSampler, FULL_WALK_EVERY,
+};
 use stallguard_sources::tools::{ToolCallError, ToolCallFeed, MAX_CALL_ID};
 use watchdog_core::{
     BackgroundKind, CallOutcome, ChildProbe, Guard, ManualClock, ProcState, Profile, TaskHandle,
@@ -358,4 +360,42 @@ fn openai_messages_in_new_seconds_count_from_zero() {
         assert_eq!(s.feed(&chunk), Ok(Step::Tracked), "message {k}");
     }
     assert_eq!(s.tracker().rejections().total(), 0);
+}
+
+// R8.13/R5.5: a verdict looks at the tree afresh, root first, through the
+// sampler itself or its cached view; the sampler names its root (kills
+// `ProcessSampler::verdict_children -> Some(vec![])`,
+// `Sampling::verdict -> Some(vec![])` and `ProcessSampler::pid -> 1`).
+#[test]
+fn a_verdict_looks_at_the_whole_tree_root_first() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/proc");
+    let sampler =
+        ProcessSampler::with_table(ProcTable::at(fixture), 100, Duration::from_secs(60), None)
+            .unwrap();
+    assert_eq!(sampler.pid(), 100);
+    let pids = |c: Option<Vec<watchdog_core::ChildInfo>>| {
+        c.map(|c| c.iter().map(|c| c.pid).collect::<Vec<_>>())
+    };
+    let tree = Some(vec![100, 102, 105, 101, 103]);
+    assert_eq!(pids(sampler.verdict_children()), tree);
+    assert_eq!(pids(sampler.probe().verdict_children()), tree);
+    // The periodic view has the children only.
+    assert_eq!(pids(sampler.children()), Some(vec![102, 105, 101, 103]));
+}
+
+// R5.5: a one-off sample of a real process's tree finds its child (kills
+// `sample_once -> Ok(vec![])`).
+#[test]
+fn a_one_off_sample_finds_a_real_child() {
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let found = sample_once(std::process::id())
+        .unwrap()
+        .iter()
+        .any(|c| c.pid == child.id());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(found, "the child is one of the test's descendants");
 }
