@@ -421,3 +421,20 @@ fn a_select_names_the_descriptors_it_waits_on() {
         )
     );
 }
+
+// R8.13: a main thread asleep says less than a worker reading a pipe, so
+// the worker's read is the blocking point (kills the `nanosleep` match
+// guard of `weight` replaced with true, which ranked every system call as
+// a sleep and kept the main thread's).
+#[test]
+fn a_worker_thread_in_read_outranks_a_sleeping_main_thread() {
+    let mut g = Group::python(
+        "import os, threading, time; r, w = os.pipe(); \
+         threading.Thread(target=lambda: os.read(r, 1), daemon=True).start(); \
+         print('ready', flush=True); time.sleep(60)",
+    );
+    g.ready();
+    let py = blocked(g.pid(), "python3", "(thread ");
+    let text = py.blocked_on.unwrap();
+    assert!(text.starts_with("reading a pipe"), "{text}");
+}
