@@ -399,3 +399,29 @@ fn a_one_off_sample_finds_a_real_child() {
     child.wait().unwrap();
     assert!(found, "the child is one of the test's descendants");
 }
+
+// R8.13: on a kernel without `/proc/PID/syscall`, a live process's
+// blocking point says so, with its kernel wait when there is one (kills the
+// deleted `!` in `Inspector::describe`, which took the live process for a
+// gone one and said nothing).
+#[test]
+fn a_kernel_without_syscall_files_says_so() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/proc");
+    let look = ProcTable::at(fixture).peek(100).unwrap();
+    let blocked: Vec<(u32, Option<String>)> = look
+        .children
+        .iter()
+        .filter(|c| [101, 102].contains(&c.pid))
+        .map(|c| (c.pid, c.blocked_on.clone()))
+        .collect();
+    assert_eq!(
+        blocked,
+        [
+            (102, Some("this kernel has no /proc/PID/syscall".to_owned())),
+            (
+                101,
+                Some("this kernel has no /proc/PID/syscall; kernel wait: io_schedule".to_owned())
+            ),
+        ]
+    );
+}
