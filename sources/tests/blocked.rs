@@ -365,3 +365,78 @@ fn names_from_the_file_system_are_escaped() {
     assert!(!text.contains('\x1b'), "{text:?}");
     assert!(text.ends_with("evil\\u{1b}[2J"), "{text:?}");
 }
+
+// R8.13: a writer blocked on a full pipe names who reads it (kills the
+// deleted `SYS_write | ...` arm of `Inspector::call`, which left the
+// write unnamed).
+#[test]
+fn a_writer_of_a_full_pipe_names_who_reads_it() {
+    let mut g = Group::sh("echo ready; yes | sleep 30");
+    g.ready();
+    // Until the reader has exec'd, it is named `sh`: wait for `sleep`.
+    let yes = blocked(g.pid(), "yes", "read by sleep[");
+    let sleep = blocked(g.pid(), "sleep", "sleeping");
+    assert_eq!(
+        yes.blocked_on.unwrap(),
+        format!("writing a pipe read by sleep[{}]", sleep.pid)
+    );
+}
+
+// R8.13: a `waitid(P_ALL, ...)` waits for any child, and the children are
+// named (kills the deleted `-` of `wait_child(pid, -1)` in
+// `Inspector::call`, which waited for "child 1").
+#[test]
+fn a_waitid_for_any_child_names_the_children() {
+    let mut g = Group::python(
+        "import os, subprocess; p = subprocess.Popen(['sleep', '30']); \
+         print('ready', flush=True); os.waitid(os.P_ALL, 0, os.WEXITED)",
+    );
+    g.ready();
+    let py = blocked(g.pid(), "python3", "child sleep[");
+    let sleep = blocked(g.pid(), "sleep", "sleeping");
+    assert_eq!(
+        py.blocked_on.unwrap(),
+        format!("waiting for child sleep[{}]", sleep.pid)
+    );
+}
+
+// R8.13: a `select` names the descriptors of its sets, read from the
+// process's memory (kills `* with /` and `% with +` in
+// `Inspector::select_fds`: a set read as zero bytes, a bit shifted out).
+#[test]
+fn a_select_names_the_descriptors_it_waits_on() {
+    let mut g = Group::python(
+        "import os, select, socket; r, w = os.pipe(); s = socket.socket(); \
+         s.bind(('127.0.0.1', 0)); s.listen(); print(r, s.fileno(), s.getsockname()[1]); \
+         print('ready', flush=True); select.select([r, s], [], [])",
+    );
+    let mut fds = String::new();
+    g.out.read_line(&mut fds).unwrap();
+    let fds: Vec<&str> = fds.split_whitespace().collect();
+    g.ready();
+    let py = blocked(g.pid(), "python3", "select");
+    assert_eq!(
+        py.blocked_on.unwrap(),
+        format!(
+            "waiting (select) on 2 fds ({}: a pipe; {}: TCP listening on 127.0.0.1:{})",
+            fds[0], fds[1], fds[2]
+        )
+    );
+}
+
+// R8.13: a main thread asleep says less than a worker reading a pipe, so
+// the worker's read is the blocking point (kills the `nanosleep` match
+// guard of `weight` replaced with true, which ranked every system call as
+// a sleep and kept the main thread's).
+#[test]
+fn a_worker_thread_in_read_outranks_a_sleeping_main_thread() {
+    let mut g = Group::python(
+        "import os, threading, time; r, w = os.pipe(); \
+         threading.Thread(target=lambda: os.read(r, 1), daemon=True).start(); \
+         print('ready', flush=True); time.sleep(60)",
+    );
+    g.ready();
+    let py = blocked(g.pid(), "python3", "(thread ");
+    let text = py.blocked_on.unwrap();
+    assert!(text.starts_with("reading a pipe"), "{text}");
+}

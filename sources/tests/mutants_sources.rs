@@ -7,10 +7,13 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use stallguard_sources::agent::{call_name, codex, AgentEvent};
 use stallguard_sources::args::openai::OpenAiStream;
-use stallguard_sources::args::{Rejection, Step, StreamAdapter};
+use stallguard_sources::args::{Rejection, Step, StreamAdapter, StreamFormat};
 use stallguard_sources::background::{BackgroundError, BackgroundRecord, MAX_ID, MAX_PER_OWNER};
-use stallguard_sources::procs::{state_from_code, ProcTable, ProcessSampler};
+use stallguard_sources::procs::{
+    sample_once, state_from_code, ProcTable, ProcessSampler, FULL_WALK_EVERY,
+};
 use stallguard_sources::tools::{ToolCallError, ToolCallFeed, MAX_CALL_ID};
 use watchdog_core::{
     BackgroundKind, CallOutcome, ChildProbe, Guard, ManualClock, ProcState, Profile, TaskHandle,
@@ -229,5 +232,196 @@ fn an_unreadable_table_is_warned_about_exactly_once() {
         text.matches("process sampler cannot read").count(),
         1,
         "{text}"
+    );
+}
+
+/// Copies the `/proc` fixture into `to`, directories and all.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+// R9.4/R5.5: a walk of the table re-reads everything exactly every
+// FULL_WALK_EVERY samples, so an outsider's pid reused with no counter
+// movement shows at the next full walk, not one sample later (kills
+// `+ with *` in `ProcTable::read_table`'s `since_full_walk + 1`, which
+// stretched the period to FULL_WALK_EVERY + 1).
+#[test]
+fn the_full_walk_comes_every_full_walk_every_samples_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/proc"),
+        dir.path(),
+    );
+    std::fs::write(dir.path().join("loadavg"), "0.00 0.00 0.00 1/90 300\n").unwrap();
+    let mut table = ProcTable::at(dir.path());
+    let has =
+        |t: &mut ProcTable, pid: u32| t.sample(100).unwrap().children.iter().any(|c| c.pid == pid);
+    // Sample 1 is a full walk (no counter seen before); 106's stat is
+    // garbage then, so it is listed as an outsider.
+    assert!(!has(&mut table, 106));
+    // 106 "reused" under the root with the counter unmoved.
+    std::fs::write(
+        dir.path().join("106/stat"),
+        "106 (new) S 100 0 0 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 8000 0 0\n",
+    )
+    .unwrap();
+    for n in 2..=FULL_WALK_EVERY {
+        assert!(!has(&mut table, 106), "sample {n} is not a full walk");
+    }
+    assert!(
+        has(&mut table, 106),
+        "sample {} is the next full walk",
+        FULL_WALK_EVERY + 1
+    );
+}
+
+// R5.3/R8.13: a Codex item that completed is a failure when its status says
+// so or when its exit code is not 0, either one alone (kills `|| with &&`
+// in `codex::item`, which called both of these a success).
+#[test]
+fn a_codex_item_fails_on_its_status_or_its_exit_code_alone() {
+    let completed = |item: serde_json::Value| {
+        let line = serde_json::json!({"type": "item.completed", "item": item});
+        let mut out = Vec::new();
+        codex::parse(&line, &mut out);
+        match out.as_slice() {
+            [AgentEvent::ToolCompleted { ok, .. }] => *ok,
+            other => panic!("one completed tool, got {other:?}"),
+        }
+    };
+    let cmd = |status: &str, exit: Option<i64>| {
+        let mut item = serde_json::json!({"id": "item_1", "type": "command_execution",
+            "command": "bash -lc false", "status": status});
+        if let Some(code) = exit {
+            item["exit_code"] = code.into();
+        }
+        item
+    };
+    assert!(
+        !completed(cmd("failed", None)),
+        "failed status, no exit code"
+    );
+    assert!(!completed(cmd("declined", None)), "declined, never ran");
+    assert!(!completed(cmd("completed", Some(2))), "exit code 2");
+    assert!(completed(cmd("completed", Some(0))));
+    assert!(completed(cmd("completed", None)));
+}
+
+// R8.13: a call's name shows its command while the name leaves room for
+// `(`, `…` and `)` within MAX_CALL_ID bytes (kills `+ with *` in
+// `call_name`'s room test, which dropped the command of any name over a
+// fifth of the bound).
+#[test]
+fn a_call_name_shows_its_command_while_there_is_room() {
+    let name = "n".repeat(60);
+    assert_eq!(call_name(&name, Some("ls")), format!("{name}(ls)"));
+    // 5 bytes short of the bound: one byte of command fits, cut.
+    let long = "m".repeat(MAX_CALL_ID - 6);
+    assert_eq!(call_name(&long, Some("ls -l")), format!("{long}(l…)"));
+    let full = "m".repeat(MAX_CALL_ID - 5);
+    assert_eq!(call_name(&full, Some("ls")), full, "no room left");
+}
+
+// R10.6: a stream format prints as the name it is parsed from, so an error
+// or a status that shows it names a format the user can type back (kills
+// `<impl Display for StreamFormat>::fmt -> Ok(())`, which printed nothing).
+#[test]
+fn a_stream_format_prints_as_the_name_it_parses_from() {
+    let shown: Vec<String> = StreamFormat::ALL.iter().map(|f| f.to_string()).collect();
+    assert_eq!(shown, ["anthropic", "openai", "responses", "gemini"]);
+    for f in StreamFormat::ALL {
+        assert_eq!(f.to_string().parse::<StreamFormat>(), Ok(f));
+    }
+}
+
+// R5.2: an OpenAI message's place within its `created` second counts from
+// 0 in each new second, so a long stream with one message a second is never
+// refused for running out of room in a second (kills the match guard
+// `sec == created -> true` in `OpenAiStream::new_message`, which carried
+// the count across seconds and refused the 65 537th message).
+#[test]
+fn openai_messages_in_new_seconds_count_from_zero() {
+    let (_guard, task) = owner();
+    let mut s = OpenAiStream::new(task.recorder());
+    // One more message than a second has room for (2^16).
+    for k in 0..=(1u32 << 16) {
+        let chunk = format!(
+            r#"{{"id":"c{k}","created":{},"choices":[]}}"#,
+            1_767_225_600 + u64::from(k)
+        );
+        assert_eq!(s.feed(&chunk), Ok(Step::Tracked), "message {k}");
+    }
+    assert_eq!(s.tracker().rejections().total(), 0);
+}
+
+// R8.13/R5.5: a verdict looks at the tree afresh, root first, through the
+// sampler itself or its cached view; the sampler names its root (kills
+// `ProcessSampler::verdict_children -> Some(vec![])`,
+// `Sampling::verdict -> Some(vec![])` and `ProcessSampler::pid -> 1`).
+#[test]
+fn a_verdict_looks_at_the_whole_tree_root_first() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/proc");
+    let sampler =
+        ProcessSampler::with_table(ProcTable::at(fixture), 100, Duration::from_secs(60), None)
+            .unwrap();
+    assert_eq!(sampler.pid(), 100);
+    let pids = |c: Option<Vec<watchdog_core::ChildInfo>>| {
+        c.map(|c| c.iter().map(|c| c.pid).collect::<Vec<_>>())
+    };
+    let tree = Some(vec![100, 102, 105, 101, 103]);
+    assert_eq!(pids(sampler.verdict_children()), tree);
+    assert_eq!(pids(sampler.probe().verdict_children()), tree);
+    // The periodic view has the children only.
+    assert_eq!(pids(sampler.children()), Some(vec![102, 105, 101, 103]));
+}
+
+// R5.5: a one-off sample of a real process's tree finds its child (kills
+// `sample_once -> Ok(vec![])`).
+#[test]
+fn a_one_off_sample_finds_a_real_child() {
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let found = sample_once(std::process::id())
+        .unwrap()
+        .iter()
+        .any(|c| c.pid == child.id());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(found, "the child is one of the test's descendants");
+}
+
+// R8.13: on a kernel without `/proc/PID/syscall`, a live process's
+// blocking point says so, with its kernel wait when there is one (kills the
+// deleted `!` in `Inspector::describe`, which took the live process for a
+// gone one and said nothing).
+#[test]
+fn a_kernel_without_syscall_files_says_so() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/proc");
+    let look = ProcTable::at(fixture).peek(100).unwrap();
+    let blocked: Vec<(u32, Option<String>)> = look
+        .children
+        .iter()
+        .filter(|c| [101, 102].contains(&c.pid))
+        .map(|c| (c.pid, c.blocked_on.clone()))
+        .collect();
+    assert_eq!(
+        blocked,
+        [
+            (102, Some("this kernel has no /proc/PID/syscall".to_owned())),
+            (
+                101,
+                Some("this kernel has no /proc/PID/syscall; kernel wait: io_schedule".to_owned())
+            ),
+        ]
     );
 }
