@@ -26,7 +26,7 @@ use serde_json::Value;
 use stallguard::sinks::process::{GroupSignal, KillOutcome, ProcessSink};
 
 mod common;
-use common::wait::{child_within, exits_within, until, PidFd};
+use common::wait::{child_within, exits_within, until};
 use common::{events, stallguard, types, wait_bounded};
 use stallguard::{
     Action, Delivery, Event, EventKind, Guard, ManualClock, Outcome, Profile, RecordingSink, Sink,
@@ -152,9 +152,7 @@ fn wait_sampling_memory(mut child: Child) -> (std::process::ExitStatus, u64) {
             panic!("stallguard did not exit within {:?}", BOUND * 2);
         }
         // The sampling period: ends early when stallguard exits.
-        if let Some(fd) = PidFd::open(pid) {
-            fd.exited_within(Duration::from_millis(25));
-        }
+        exits_within(pid, Duration::from_millis(25));
     }
 }
 
