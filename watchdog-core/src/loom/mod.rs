@@ -28,115 +28,8 @@ pub(crate) use std::thread;
 pub(crate) use loom::thread;
 
 #[cfg(loom)]
-pub(crate) mod sync {
-    //! loom's locks behind the `parking_lot` calls the crate makes.
-
-    use std::ops::{Deref, DerefMut};
-    use std::sync::atomic::Ordering::Relaxed;
-    use std::time::Instant;
-
-    use loom::sync::atomic::AtomicUsize;
-
-    pub(crate) mod atomic {
-        pub(crate) use loom::sync::atomic::{fence, AtomicU32, AtomicU64};
-    }
-
-    /// loom's mutex, plus a point where loom may switch threads right
-    /// after an unlock: loom's own unlock is none, which would hide every
-    /// window that opens between two unlocks (the drain hand-off has one).
-    #[derive(Debug)]
-    pub(crate) struct Mutex<T>(loom::sync::Mutex<T>, AtomicUsize);
-
-    #[derive(Debug)]
-    pub(crate) struct MutexGuard<'a, T>(Option<loom::sync::MutexGuard<'a, T>>, &'a AtomicUsize);
-
-    impl<T> Drop for MutexGuard<'_, T> {
-        fn drop(&mut self) {
-            drop(self.0.take());
-            self.1.fetch_add(1, Relaxed);
-        }
-    }
-
-    impl<T: Default> Default for Mutex<T> {
-        fn default() -> Self {
-            Mutex::new(T::default())
-        }
-    }
-
-    impl<T> Mutex<T> {
-        pub(crate) fn new(t: T) -> Self {
-            Mutex(loom::sync::Mutex::new(t), AtomicUsize::new(0))
-        }
-
-        pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
-            MutexGuard(Some(self.0.lock().unwrap()), &self.1)
-        }
-
-        pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
-            self.0.try_lock().ok().map(|g| MutexGuard(Some(g), &self.1))
-        }
-
-        /// loom has no time: waits for the lock.
-        pub(crate) fn try_lock_until(&self, _deadline: Instant) -> Option<MutexGuard<'_, T>> {
-            Some(self.lock())
-        }
-    }
-
-    impl<T> Deref for MutexGuard<'_, T> {
-        type Target = T;
-        fn deref(&self) -> &T {
-            self.0.as_ref().expect("guard held")
-        }
-    }
-
-    impl<T> DerefMut for MutexGuard<'_, T> {
-        fn deref_mut(&mut self) -> &mut T {
-            self.0.as_mut().expect("guard held")
-        }
-    }
-
-    #[derive(Debug, Default)]
-    pub(crate) struct Condvar(loom::sync::Condvar);
-
-    /// Whether a wait ran out of time: never, under loom.
-    #[derive(Debug)]
-    pub(crate) struct WaitTimeoutResult;
-
-    impl WaitTimeoutResult {
-        pub(crate) fn timed_out(&self) -> bool {
-            false
-        }
-    }
-
-    impl Condvar {
-        pub(crate) fn new() -> Self {
-            Condvar(loom::sync::Condvar::new())
-        }
-
-        pub(crate) fn wait<T>(&self, guard: &mut MutexGuard<'_, T>) {
-            let g = guard.0.take().expect("guard held");
-            guard.0 = Some(self.0.wait(g).unwrap());
-        }
-
-        /// loom has no time: waits without a deadline.
-        pub(crate) fn wait_until<T>(
-            &self,
-            guard: &mut MutexGuard<'_, T>,
-            _deadline: Instant,
-        ) -> WaitTimeoutResult {
-            self.wait(guard);
-            WaitTimeoutResult
-        }
-
-        pub(crate) fn notify_one(&self) {
-            self.0.notify_one();
-        }
-
-        pub(crate) fn notify_all(&self) {
-            self.0.notify_all();
-        }
-    }
-}
+#[path = "shim.rs"]
+pub(crate) mod sync;
 
 /// The recorder's side of the record/stall handshake, between its store of
 /// a stamp and its load of the flags (see [`crate::cell`]).
@@ -166,6 +59,8 @@ pub(crate) fn light_barrier() {
 /// that raised a flag. Elsewhere it is a `SeqCst` fence, and so is the
 /// light side.
 pub(crate) fn heavy_barrier() {
+    #[cfg(all(test, not(loom)))]
+    tests::HEAVY.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     #[cfg(loom)]
     loom::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
     #[cfg(not(loom))]
@@ -189,7 +84,7 @@ mod membarrier {
     /// It only ever goes from false to true, before the first guard's
     /// recorders exist, and they reach their guard through its lock, so
     /// every recorder reads the value its guard was built with.
-    static ASYMMETRIC: AtomicBool = AtomicBool::new(false);
+    pub(super) static ASYMMETRIC: AtomicBool = AtomicBool::new(false);
     static REGISTER: Once = Once::new();
 
     #[cfg(target_os = "linux")]
@@ -198,7 +93,7 @@ mod membarrier {
     const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_long = 1 << 4;
 
     #[cfg(target_os = "linux")]
-    fn membarrier(cmd: libc::c_long) -> bool {
+    pub(super) fn membarrier(cmd: libc::c_long) -> bool {
         // SAFETY: membarrier takes two integers and touches no memory of
         // ours; an unknown command or an old kernel is an error return.
         unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0 as libc::c_long) == 0 }
@@ -228,10 +123,77 @@ mod membarrier {
             // Registered, so it cannot fail (membarrier(2)); if it ever
             // did, the fence below still covers this side.
             if membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) {
+                #[cfg(test)]
+                super::tests::BY_MEMBARRIER.fetch_add(1, Ordering::Relaxed);
                 return;
             }
             tracing::error!("membarrier failed after registration");
         }
         fence(Ordering::SeqCst);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    //! The asymmetric pair in a normal build (R10.5): the loom models
+    //! check the protocol with `SeqCst` fences in its place; these check
+    //! that a normal build really puts the kernel's pair there.
+
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    use std::time::Duration;
+
+    use super::membarrier;
+    use crate::{Guard, ManualClock, Profile};
+
+    /// Heavy barriers run, by any guard of this test binary.
+    pub(super) static HEAVY: AtomicUsize = AtomicUsize::new(0);
+    /// Of those, the ones the kernel's membarrier served.
+    pub(super) static BY_MEMBARRIER: AtomicUsize = AtomicUsize::new(0);
+
+    /// Whether this kernel offers private expedited membarrier
+    /// (`MEMBARRIER_CMD_QUERY` lists it), asked without the code under test.
+    fn kernel_offers_it() -> bool {
+        // SAFETY: the query takes two integers and touches no memory.
+        let mask =
+            unsafe { libc::syscall(libc::SYS_membarrier, 0 as libc::c_long, 0 as libc::c_long) };
+        mask > 0 && mask & (1 << 3) != 0
+    }
+
+    #[test]
+    fn a_guard_registers_the_process_for_the_pair_where_the_kernel_has_it() {
+        let _guard = Guard::builder().clock(ManualClock::new()).build();
+        assert_eq!(membarrier::ASYMMETRIC.load(Relaxed), kernel_offers_it());
+    }
+
+    #[test]
+    fn a_command_the_kernel_refuses_is_no_barrier() {
+        // An unknown command is an error return, never taken for a barrier
+        // (the heavy side then falls back to a fence).
+        assert!(!membarrier::membarrier(1 << 30));
+    }
+
+    #[test]
+    fn a_stall_runs_the_heavy_barrier_and_the_kernel_serves_it() {
+        let clock = ManualClock::new();
+        let guard = Guard::builder().clock(clock).build();
+        let (heavy, by_kernel) = (HEAVY.load(Relaxed), BY_MEMBARRIER.load(Relaxed));
+        let task = guard
+            .start(
+                "barrier",
+                Profile::default().idle(Duration::from_millis(10)),
+            )
+            .unwrap();
+        guard.advance(Duration::from_millis(11));
+        assert_ne!(task.status().unwrap().state, crate::TaskState::Working);
+        assert!(
+            HEAVY.load(Relaxed) > heavy,
+            "the stall raised a flag without the barrier"
+        );
+        if kernel_offers_it() {
+            assert!(
+                BY_MEMBARRIER.load(Relaxed) > by_kernel,
+                "the barrier fell back to a fence"
+            );
+        }
     }
 }
