@@ -1,8 +1,8 @@
 //! The four-door table of R10.6, read from `tests/doors/table.json`: each
 //! row sets one profile option by one spelling and says which profile (in
 //! the core's canonical rendering, `Profile::describe`) or which error every
-//! door must give. Shared by `tests/doors.rs` (the Rust builder, TOML) and
-//! the CLI's parser test (`src/cli/doors.rs`); the pytest and the
+//! door must give. Shared by `watchdog-core/tests/doors.rs` (the Rust
+//! builder), `tests/doors.rs` (TOML) and the CLI's parser test (`src/cli/doors.rs`); the pytest and the
 //! `node --test` suite read the same file.
 
 // Each includer uses part of it (the CLI door has no use for option_value).
@@ -94,7 +94,12 @@ fn want(default: &str, key: &str, v: &Value) -> Want {
 
 /// The table: its rows and the CLI flag of each key that has one.
 pub fn load() -> (Vec<Row>, BTreeMap<String, String>) {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/doors/table.json");
+    // The workspace's root holds it; `watchdog-core`'s own tests read it too.
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .map(|dir| dir.join("tests/doors/table.json"))
+        .find(|p| p.exists())
+        .expect("tests/doors/table.json in the workspace");
     let text = std::fs::read_to_string(path).expect("tests/doors/table.json");
     let doc: Value = serde_json::from_str(&text).expect("table.json is JSON");
     let default = doc["default"].as_str().expect("default");
