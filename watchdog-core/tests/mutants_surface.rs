@@ -1015,3 +1015,82 @@ fn an_unknown_signal_kind_is_named_with_the_known_ones() {
          output, tool-call, progress, heartbeat, cpu, net, custom"
     );
 }
+
+// Whole-crate mutation run (issue 26, R10.4): what only a doctest showed,
+// which a mutant's run does not compile.
+
+// R8.13: a leftover process is named as people read it.
+#[test]
+fn a_process_name_reads_name_then_pid() {
+    let p = watchdog_core::ProcessName {
+        pid: 42,
+        name: "sleep".into(),
+    };
+    assert_eq!(p.to_string(), "sleep (pid 42)");
+}
+
+// R10.6: a door that spells the key its own way gets the problem without
+// it: the form's fault, or the range.
+#[test]
+fn a_profile_error_states_its_problem_without_the_key() {
+    let mut p = Profile::default();
+    let form = p.set("idle", OptionValue::from("soon")).unwrap_err();
+    let problem = form.problem();
+    assert!(problem.contains(", expected "), "{problem}");
+    assert!(!problem.contains("idle"), "{problem}");
+    let range = p
+        .set("terminate-after", OptionValue::from(1001))
+        .unwrap_err();
+    assert_eq!(
+        range.problem(),
+        "1001 is out of range, expected 0..=1000 (0 means never cancel)"
+    );
+}
+
+// R10.6: values are shown as a person wrote them, in every error.
+#[test]
+fn option_values_and_limits_render_as_written() {
+    assert_eq!(OptionValue::Null.to_string(), "null");
+    assert_eq!(OptionValue::Bool(false).to_string(), "false");
+    assert_eq!(OptionValue::Float(1.5).to_string(), "1.5");
+    assert_eq!(OptionValue::from("90s").to_string(), "\"90s\"");
+    assert_eq!(
+        OptionValue::from(vec!["output", "cpu", "net"]).to_string(),
+        "[\"output\", \"cpu\", \"net\"]"
+    );
+    assert_eq!(OptionValue::List(vec![]).to_string(), "[]");
+    assert_eq!(Limit::Off.to_string(), "off");
+    assert_eq!(Limit::After(secs(90)).to_string(), "1m 30s");
+    // R7.2: a bare zero is zero in every unit; any other bare number needs one.
+    assert_eq!(" 0 ".parse::<Limit>(), Ok(Limit::After(Duration::ZERO)));
+    assert!("5".parse::<Limit>().is_err());
+}
+
+// R8.12: milliseconds are accepted up to the longest duration, exactly.
+#[test]
+fn milliseconds_are_accepted_up_to_the_longest_duration() {
+    let max = watchdog_core::MAX_DURATION;
+    let max_ms = max.as_secs_f64() * 1000.0;
+    assert_eq!(
+        duration_from_millis(max_ms),
+        Ok(Duration::from_secs_f64(max.as_secs_f64()))
+    );
+    assert!(duration_from_millis(max_ms * 1.01).is_err());
+    // A year: far past the longest duration counted in seconds.
+    assert_eq!(
+        duration_from_millis(3.0e10),
+        Ok(Duration::from_secs(30_000_000))
+    );
+}
+
+// R2.7: a lagging clock is virtual time: the guard runs no driver thread
+// of its own on it, so only `advance` moves its budgets.
+#[test]
+fn a_guard_on_a_lagging_clock_is_virtual() {
+    let guard = Guard::builder()
+        .clock(watchdog_core::LaggingClock::new(ms(4)))
+        .build();
+    assert!(format!("{guard:?}").contains("virtual: true"), "{guard:?}");
+    let real = Guard::builder().build();
+    assert!(format!("{real:?}").contains("virtual: false"), "{real:?}");
+}
