@@ -1094,3 +1094,97 @@ fn a_guard_on_a_lagging_clock_is_virtual() {
     let real = Guard::builder().build();
     assert!(format!("{real:?}").contains("virtual: false"), "{real:?}");
 }
+
+// R8.7: the one pidfd wait of the crate returns the moment a process
+// ends, waits the timeout out while it runs, and takes a process that is
+// gone (reaped, so no pidfd can be had) as ended.
+#[test]
+fn wait_exit_sees_an_end_a_run_and_an_absence() {
+    use watchdog_core::sys::wait_exit;
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    assert!(wait_exit(child.id(), secs(30)), "a child that exited");
+    let pid = child.id();
+    child.wait().unwrap();
+    assert!(wait_exit(pid, secs(30)), "a reaped child is gone");
+    assert!(wait_exit(u32::MAX, secs(30)), "no pid of that size");
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    assert!(!wait_exit(sleeper.id(), ms(10)), "still running");
+    sleeper.kill().unwrap();
+    assert!(wait_exit(sleeper.id(), secs(30)), "killed, now a zombie");
+    sleeper.wait().unwrap();
+}
+
+// R10.2: a stat line whose last `)` comes before its first `(` has no
+// command name; each state letter the verdict names is read as itself.
+#[test]
+fn stat_lines_and_state_letters_read_exactly() {
+    assert_eq!(
+        ProcStat::parse(b"12 )x( S 1 2 3"),
+        Err(watchdog_core::sys::StatError::NoCommand)
+    );
+    for (code, state) in [
+        (b'R', ProcState::Running),
+        (b'S', ProcState::Sleeping),
+        (b'D', ProcState::DiskWait),
+        (b'Z', ProcState::Zombie),
+        (b'T', ProcState::Stopped),
+        (b't', ProcState::Stopped),
+        (b'I', ProcState::Other),
+    ] {
+        assert_eq!(state_from_code(code), state, "{}", code as char);
+    }
+}
+
+// R8.5: processes named as leaked reach the sinks as `leaked`, before
+// `finished`.
+#[test]
+fn leaked_processes_are_an_event() {
+    let rec = RecordingSink::new();
+    let guard = Guard::builder()
+        .clock(ManualClock::new())
+        .sink(rec.clone())
+        .build();
+    let task = guard.start("job", Profile::default()).unwrap();
+    task.leaked(vec![watchdog_core::ProcessName {
+        pid: 7,
+        name: "tee".into(),
+    }])
+    .unwrap();
+    task.finish_completed();
+    assert_eq!(rec.types_for("job"), ["started", "leaked", "finished"]);
+}
+
+// R2.6: a recorder says which kinds renew its task's budgets.
+#[test]
+fn a_recorder_says_which_kinds_renew() {
+    let guard = Guard::builder().clock(ManualClock::new()).build();
+    let net = KindSet::DEFAULT_RENEWING.with(SignalKind::Net);
+    let task = guard
+        .start("dl", Profile::default().renewed_by(net))
+        .unwrap();
+    assert!(task.recorder().renews(SignalKind::Net));
+    assert!(task.recorder().renews(SignalKind::Output));
+    assert!(!task.recorder().renews(SignalKind::Cpu));
+}
+
+// R10.2: an over-long id in an error is cut to MAX_CALL_ID bytes on a
+// character boundary, however its characters fall.
+#[test]
+fn an_over_long_call_id_is_cut_on_a_character_boundary() {
+    let guard = Guard::builder().clock(ManualClock::new()).build();
+    let task = guard.start("turn", Profile::default()).unwrap();
+    // "a" then two-byte characters: byte MAX_CALL_ID (even) falls inside one.
+    let id = format!("a{}", "é".repeat(watchdog_core::MAX_CALL_ID));
+    let err = task
+        .tool_finished(&id, watchdog_core::CallOutcome::Success)
+        .unwrap_err();
+    let shown = format!("a{}", "é".repeat((watchdog_core::MAX_CALL_ID - 2) / 2));
+    assert_eq!(shown.len(), watchdog_core::MAX_CALL_ID - 1);
+    match err {
+        watchdog_core::GuardError::UnknownCall { call, .. } => assert_eq!(call, shown),
+        other => panic!("wanted UnknownCall, got {other:?}"),
+    }
+}
