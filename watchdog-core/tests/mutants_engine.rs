@@ -1296,3 +1296,28 @@ fn refused_inputs_are_counted_by_key() {
         [("args.empty_delta", 2), ("tools.unknown_call", 1)]
     );
 }
+
+// R3.3, R10.5: a stall raises the task's flag, so the very next signal
+// takes the slow path and the `recovered` event comes with it, at the
+// signal's instant, with no clock movement after it.
+#[test]
+fn the_first_signal_after_a_stall_recovers_at_once() {
+    let (guard, rec, _) = setup();
+    let t = guard
+        .start("r", quiet().idle(secs(10)).terminate_after(0))
+        .unwrap();
+    guard.advance(secs(12));
+    t.output(1, 0);
+    assert_eq!(
+        rec.timeline("r"),
+        [
+            (secs(0), "started"),
+            (secs(10), "stalled"),
+            (secs(12), "recovered")
+        ]
+    );
+    // And the flag is lowered again: the next stall is its own.
+    guard.advance(secs(10));
+    t.output(1, 0);
+    assert_eq!(rec.types_for("r").len(), 5, "{:?}", rec.types_for("r"));
+}
