@@ -133,7 +133,8 @@ mod membarrier {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
+#[cfg(not(loom))]
 mod tests {
     //! The asymmetric pair in a normal build (R10.5): the loom models
     //! check the protocol with `SeqCst` fences in its place; these check
