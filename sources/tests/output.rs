@@ -212,3 +212,35 @@ fn one_256_mib_line_streams_in_bounded_memory() {
     assert!(tail.snapshot().iter().all(|b| *b == 0));
     assert_eq!(task.status().unwrap().total_bytes, SIZE);
 }
+
+// R5.1: the tail is a 64 KiB ring by default, and whatever the writes'
+// sizes and however they wrap it holds exactly the last `capacity` bytes
+// written, oldest first (checked against the plain model: the end of the
+// concatenation).
+#[test]
+fn the_tail_holds_exactly_the_last_bytes_however_writes_wrap() {
+    assert_eq!(DEFAULT_TAIL, 64 * 1024);
+    assert_eq!(Tail::default().capacity(), 64 * 1024);
+    let mut runner = proptest::test_runner::TestRunner::default();
+    let writes = proptest::collection::vec(
+        proptest::collection::vec(proptest::num::u8::ANY, 0..40),
+        0..12,
+    );
+    runner
+        .run(&(1usize..32, writes), |(cap, writes)| {
+            let tail = Tail::new(cap);
+            proptest::prop_assert_eq!(tail.capacity(), cap);
+            proptest::prop_assert!(tail.is_empty());
+            let mut all = Vec::new();
+            for w in &writes {
+                tail.push(w);
+                all.extend_from_slice(w);
+                let want = &all[all.len().saturating_sub(cap)..];
+                proptest::prop_assert_eq!(tail.snapshot(), want);
+                proptest::prop_assert_eq!(tail.len(), want.len());
+                proptest::prop_assert_eq!(tail.is_empty(), want.is_empty());
+            }
+            Ok(())
+        })
+        .unwrap();
+}
