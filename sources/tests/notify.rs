@@ -489,3 +489,40 @@ proptest! {
         }
     }
 }
+
+// R10.2: a datagram of exactly the largest size is read; one byte more is
+// refused whole as oversize.
+#[test]
+fn a_datagram_of_the_largest_size_is_read_and_one_byte_more_is_refused() {
+    let max = stallguard_sources::notify::MAX_DATAGRAM;
+    let mut exact = b"STATUS=".to_vec();
+    exact.resize(max - 1, b'x');
+    exact.push(b'\n');
+    assert_eq!(exact.len(), max);
+    assert!(Notification::parse_datagram(&exact).is_ok());
+    exact.push(b'\n');
+    assert_eq!(
+        Notification::parse_datagram(&exact),
+        Err(Malformed::Oversize)
+    );
+}
+
+// A wait for datagrams that never come says so when its time is up.
+#[test]
+fn waiting_for_datagrams_that_never_come_is_false() {
+    let (guard, _) = guard();
+    let task = guard.start("none", quiet(Profile::default())).unwrap();
+    let socket = NotifySocket::bind_temp(task.recorder()).unwrap();
+    assert!(!socket.wait_for_datagrams(1, Duration::from_millis(20)));
+}
+
+// A socket prepared but never attached takes its file with it when dropped.
+#[test]
+fn a_prepared_socket_dropped_unattached_removes_its_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("notify.sock");
+    let pending = NotifySocket::prepare(&path).unwrap();
+    assert!(path.exists());
+    drop(pending);
+    assert!(!path.exists());
+}
