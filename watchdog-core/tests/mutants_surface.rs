@@ -1188,3 +1188,77 @@ fn an_over_long_call_id_is_cut_on_a_character_boundary() {
         other => panic!("wanted UnknownCall, got {other:?}"),
     }
 }
+
+// R10.6: the option table says which keys take a duration (a bare number
+// is then milliseconds), shows each value as `stallguard check` prints it,
+// and a parsed setting knows its key.
+#[test]
+fn the_option_table_knows_durations_shows_values_and_names_settings() {
+    use watchdog_core::{OptionSpec, OPTIONS};
+    let durations: Vec<&str> = OPTIONS
+        .iter()
+        .filter(|o| o.takes_duration())
+        .map(|o| o.name())
+        .collect();
+    assert_eq!(
+        durations,
+        [
+            "idle",
+            "execution",
+            "startup",
+            "deadline",
+            "max-deadline",
+            "liveness",
+            "grace-period",
+            "heartbeat-interval",
+            "long-running-after"
+        ]
+    );
+    let p = Profile::default().idle(secs(90));
+    let shown: Vec<String> = [
+        "idle",
+        "deadline",
+        "grace-period",
+        "terminate-after",
+        "notify-only",
+        "renewed-by",
+    ]
+    .iter()
+    .map(|k| OptionSpec::find(k).unwrap().show(&p))
+    .collect();
+    assert_eq!(
+        shown,
+        [
+            "1m 30s",
+            "off",
+            "10s",
+            "1",
+            "false",
+            "argument-delta,output,tool-call,progress"
+        ]
+    );
+    let spec = OptionSpec::find("grace-period").unwrap();
+    let setting = spec.parse("grace_period", OptionValue::from("3s")).unwrap();
+    assert_eq!(setting.key(), "grace-period");
+}
+
+// R7.2: a count given as a float must be a whole number a person could
+// mean: 1e15 and past is not an integer, below it the range decides.
+#[test]
+fn a_count_as_a_float_is_whole_and_below_1e15() {
+    let mut p = Profile::default();
+    let err = p
+        .set("terminate-after", OptionValue::Float(1e15))
+        .unwrap_err();
+    assert!(err.to_string().contains("is not an integer"), "{err}");
+    let err = p
+        .set("terminate-after", OptionValue::Float(1e14))
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("is 100000000000000, expected 0..=1000"),
+        "{err}"
+    );
+    p.set("terminate-after", OptionValue::Float(3.0)).unwrap();
+    assert_eq!(p.terminate_after, 3);
+}
