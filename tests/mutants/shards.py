@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Per-shard scores of a whole-crate cargo-mutants run (round-robin, n=10).
+
+usage: shards.py RUN_DIR [RERUN_DIR ...] [--explained FILE]
+A mutant's shard is its index in mutants.json modulo 10, which is how
+`--shard k/10 --sharding round-robin` picks them. A re-run (of missed
+mutants, on a later commit) overrides by file + description (the name
+without line:col), in order.
+"""
+import json, re, sys, collections
+args = sys.argv[1:]
+explained = set()
+excluded = None
+if '--excluded-re' in args:
+    i = args.index('--excluded-re'); excluded = re.compile(args[i+1]); del args[i:i+2]
+renames = []
+while '--rename' in args:
+    i = args.index('--rename'); renames.append((args[i+1], args[i+2])); del args[i:i+3]
+if '--explained' in args:
+    i = args.index('--explained'); f = args[i+1]; del args[i:i+2]
+    explained = {l.strip() for l in open(f) if l.strip() and not l.startswith('#')}
+run, reruns = args[0], args[1:]
+def key(name):
+    f, rest = name.split(':', 1)
+    for a, b in renames:
+        if f == a: f = b
+    return f + ' ' + re.sub(r'^\d+:\d+: ', '', rest)
+def load(d):
+    o = json.load(open(d + '/mutants.out/outcomes.json'))
+    res = {}
+    for oc in o['outcomes']:
+        sc = oc['scenario']
+        if not isinstance(sc, dict) or 'Mutant' not in sc: continue
+        res[sc['Mutant']['name']] = oc['summary']
+    return res
+mutants = [m['name'] for m in json.load(open(run + '/mutants.out/mutants.json'))]
+first = load(run)
+later = collections.defaultdict(list)
+for r in reruns:
+    for n, s in load(r).items():
+        later[key(n)].append(s)
+rows = collections.defaultdict(collections.Counter)
+still = []
+for i, n in enumerate(mutants):
+    s = first.get(n, 'NotRun')
+    if excluded and excluded.search(n) and s == 'MissedMutant':
+        s = 'Excluded'
+    if s == 'MissedMutant' and later.get(key(n)):
+        s2 = later[key(n)].pop(0)
+        if s2 in ('CaughtMutant', 'Timeout', 'Unviable'):
+            s = 'Killed' if s2 != 'Unviable' else 'Unviable'
+    if s == 'MissedMutant' and key(n) in explained:
+        s = 'Explained'
+    if s == 'MissedMutant': still.append(n)
+    rows[i % 10][s] += 1
+print('| shard | mutants | caught | timeout | killed after | unviable | excluded | missed, explained | missed | score | score, explained as unviable |')
+print('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |')
+tot = collections.Counter()
+for k in range(10):
+    c = rows[k]; tot.update(c)
+def line(label, c):
+    good = c['CaughtMutant'] + c['Timeout'] + c['Killed']
+    viable = good + c['MissedMutant'] + c['Explained']
+    sc = 100 * good / viable if viable else 100
+    sc2 = 100 * good / (viable - c['Explained']) if viable - c['Explained'] else 100
+    n = sum(c.values())
+    print(f"| {label} | {n} | {c['CaughtMutant']} | {c['Timeout']} | {c['Killed']} | {c['Unviable']} | {c['Excluded']} | {c['Explained']} | {c['MissedMutant']} | {sc:.1f} % | {sc2:.1f} % |" + (f" ({c['NotRun']} not run)" if c['NotRun'] else ''))
+for k in range(10): line(f'{k}/10', rows[k])
+line('crate', tot)
+print('\nstill missed:'); print('\n'.join(still))
