@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Per-shard scores of a whole-crate cargo-mutants run (round-robin, n=10).
 
-usage: shards.py RUN_DIR [RERUN_DIR ...] [--explained FILE]
+usage: shards.py RUN [RERUN ...] [--explained FILE]
+A RUN is a cargo-mutants output folder or a record written by record.py
+(a .tsv in tests/mutants/runs/).
 A mutant's shard is its index in mutants.json modulo 10, which is how
 `--shard k/10 --sharding round-robin` picks them. A re-run (of missed
 mutants, on a later commit) overrides by file + description (the name
@@ -25,15 +27,23 @@ def key(name):
     for a, b in renames:
         if f == a: f = b
     return f + ' ' + re.sub(r'^\d+:\d+: ', '', rest)
-def load(d):
-    o = json.load(open(d + '/mutants.out/outcomes.json'))
+def records(d):
+    """(name, outcome) pairs in mutants.json order."""
+    if d.endswith('.tsv'):
+        for l in open(d):
+            s, n = l.rstrip('\n').split('\t', 1)
+            yield n, s
+        return
     res = {}
-    for oc in o['outcomes']:
+    for oc in json.load(open(d + '/mutants.out/outcomes.json'))['outcomes']:
         sc = oc['scenario']
-        if not isinstance(sc, dict) or 'Mutant' not in sc: continue
-        res[sc['Mutant']['name']] = oc['summary']
-    return res
-mutants = [m['name'] for m in json.load(open(run + '/mutants.out/mutants.json'))]
+        if isinstance(sc, dict) and 'Mutant' in sc:
+            res[sc['Mutant']['name']] = oc['summary']
+    for m in json.load(open(d + '/mutants.out/mutants.json')):
+        yield m['name'], res.get(m['name'], 'NotRun')
+def load(d):
+    return {n: s for n, s in records(d) if s != 'NotRun'}
+mutants = [n for n, _ in records(run)]
 first = load(run)
 later = collections.defaultdict(list)
 for r in reruns:
