@@ -179,7 +179,11 @@ pub(crate) fn number(x: f64) -> String {
 /// assert!(t <= Instant::now() + MAX_DURATION);
 /// ```
 pub fn instant_after(d: Duration) -> std::time::Instant {
-    let now = std::time::Instant::now();
+    after(std::time::Instant::now(), d)
+}
+
+/// `now + d`, capped: [`instant_after`] from a given instant.
+fn after(now: std::time::Instant, d: Duration) -> std::time::Instant {
     now.checked_add(d.min(MAX_DURATION))
         .or_else(|| now.checked_add(Duration::from_secs(86_400 * 365)))
         .unwrap_or(now)
@@ -208,5 +212,32 @@ mod tests {
         assert_eq!(parse_duration("100years"), Ok(MAX_DURATION));
         let d = parse_duration("100y").unwrap();
         assert!(std::time::Instant::now().checked_add(d).is_some());
+    }
+
+    // R8.12: near the end of what an Instant holds, a deadline that no
+    // longer fits is a year away, then the instant itself; never a panic.
+    #[test]
+    fn a_deadline_past_the_last_instant_falls_back_to_a_year_then_to_now() {
+        use std::time::Instant;
+        let now = Instant::now();
+        // The longest duration `now` still takes, found by bisection.
+        let (mut fits, mut too_far) = (0u64, u64::MAX);
+        while too_far - fits > 1 {
+            let mid = fits + (too_far - fits) / 2;
+            match now.checked_add(Duration::from_secs(mid)) {
+                Some(_) => fits = mid,
+                None => too_far = mid,
+            }
+        }
+        let year = Duration::from_secs(86_400 * 365);
+        let late = now + Duration::from_secs(fits) - 50 * year;
+        assert!(late.checked_add(MAX_DURATION).is_none());
+        assert_eq!(after(late, Duration::MAX), late + year);
+        assert_eq!(
+            after(late, Duration::from_secs(7)),
+            late + Duration::from_secs(7)
+        );
+        let last = now + Duration::from_secs(fits);
+        assert_eq!(after(last, Duration::MAX), last);
     }
 }

@@ -1321,3 +1321,36 @@ fn the_first_signal_after_a_stall_recovers_at_once() {
     t.output(1, 0);
     assert_eq!(rec.types_for("r").len(), 5, "{:?}", rec.types_for("r"));
 }
+
+// R10.2: a recording sink with no clock of its own stamps an action with the
+// instant of its own task's event, even when another task's event arrived
+// between the two (an isolated, reordering or replaying sink delivers so).
+#[test]
+fn a_recorded_action_takes_the_time_of_its_own_tasks_event() {
+    use watchdog_core::{Delivered, Sink};
+    let (guard, rec, _) = setup();
+    let _a = guard.start("a", quiet().idle(secs(5))).unwrap();
+    let _b = guard.start("b", quiet().idle(secs(7))).unwrap();
+    guard.advance(secs(7));
+    let find = |name: &str, action: bool| {
+        rec.delivered()
+            .into_iter()
+            .find(|d| match d {
+                Delivered::Event(e) => {
+                    !action && &*e.name == name && e.kind.type_name() == "cancelling"
+                }
+                Delivered::Action(a) => action && &*a.name == name,
+            })
+            .unwrap_or_else(|| panic!("no {name} cancel"))
+    };
+    let replay = RecordingSink::new();
+    for d in [find("a", false), find("b", false), find("a", true)] {
+        match &d {
+            Delivered::Event(e) => replay.on_event(e).unwrap(),
+            Delivered::Action(a) => replay.on_action(a).unwrap(),
+        }
+    }
+    let at: Vec<_> = replay.timed().into_iter().map(|(at, _)| at).collect();
+    assert_eq!(at[1].saturating_since(at[0]), secs(2));
+    assert_eq!(at[2], at[0]);
+}

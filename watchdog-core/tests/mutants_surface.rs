@@ -124,6 +124,58 @@ fn slow_sink_heartbeats_coalesce_at_the_backlog_and_recover() {
     assert_eq!(seen.types_for("hb")[0], "started");
 }
 
+// R6.2: a slow sink's coalesced heartbeats are said in the log at every
+// power of two, with the running count, so the warning neither floods the
+// log nor hides how far behind the sink fell.
+#[test]
+fn coalesced_heartbeats_are_logged_at_each_power_of_two() {
+    #[derive(Clone, Default)]
+    struct Lines(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Lines {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let log = Lines::default();
+    let writer = log.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .without_time()
+        .finish();
+    let (slow, gate, _seen) = held("started");
+    let guard = Guard::builder()
+        .clock(ManualClock::new())
+        .sink(slow)
+        .build();
+    let _t = guard
+        .start(
+            "hb",
+            Profile::default()
+                .idle(secs(3600))
+                .heartbeat_interval(Some(secs(1))),
+        )
+        .unwrap();
+    // 200 heartbeats while the sink is held: 64 queued, 136 coalesced.
+    tracing::subscriber::with_default(subscriber, || guard.advance(secs(200)));
+    gate.open();
+    assert!(guard.flush(PATIENCE));
+    let text = String::from_utf8(log.0.lock().clone()).unwrap();
+    let counts: Vec<u64> = text
+        .lines()
+        .filter(|l| l.contains("heartbeats coalesced"))
+        .map(|l| {
+            let n = l.split("coalesced=").nth(1).expect(l);
+            n.split_whitespace().next().unwrap().parse().expect(l)
+        })
+        .collect();
+    assert_eq!(counts, [1, 2, 4, 8, 16, 32, 64, 128], "{text}");
+}
+
 // R6.2: flush waits for the event a sink is still handling, not only for
 // its queue to empty; it reports false while that sink is stuck.
 #[test]

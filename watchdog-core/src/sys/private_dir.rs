@@ -67,17 +67,28 @@ pub enum PrivateDirError {
 /// ```
 pub fn private_dir(parent: &Path, prefix: &str) -> Result<PathBuf, PrivateDirError> {
     static SEQ: AtomicU64 = AtomicU64::new(0);
+    create_fresh(parent, || {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+        parent.join(format!("{prefix}{}-{seq}-{nanos:x}", std::process::id()))
+    })
+}
+
+/// [`private_dir`] with the names to try coming from `next_name`: a name
+/// that exists is skipped for the next, any other failure is final.
+fn create_fresh(
+    parent: &Path,
+    mut next_name: impl FnMut() -> PathBuf,
+) -> Result<PathBuf, PrivateDirError> {
     let create = |source| PrivateDirError::Create {
         parent: parent.to_path_buf(),
         source,
     };
     let mut last = None;
     for _ in 0..ATTEMPTS {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let seq = SEQ.fetch_add(1, Ordering::Relaxed);
-        let dir = parent.join(format!("{prefix}{}-{seq}-{nanos:x}", std::process::id()));
+        let dir = next_name();
         match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
@@ -161,6 +172,58 @@ mod tests {
         }
         std::fs::remove_dir(&wide).unwrap();
         std::fs::remove_dir(&dir).unwrap();
+    }
+
+    // A name someone already holds (a file, a directory, a symlink an
+    // attacker planted) is skipped and left alone; the next name is used.
+    #[test]
+    fn a_taken_name_is_skipped_for_the_next_and_left_alone() {
+        let parent = private_dir(&std::env::temp_dir(), "sg-test-").unwrap();
+        let taken = parent.join("taken");
+        std::os::unix::fs::symlink("/", &taken).unwrap();
+        let fresh = parent.join("fresh");
+        let mut names = [taken.clone(), fresh.clone()].into_iter();
+        let got = create_fresh(&parent, || names.next().unwrap()).unwrap();
+        assert_eq!(got, fresh);
+        assert!(check(&fresh).is_ok());
+        assert!(std::fs::symlink_metadata(&taken).unwrap().is_symlink());
+        std::fs::remove_file(&taken).unwrap();
+        std::fs::remove_dir(&fresh).unwrap();
+        std::fs::remove_dir(&parent).unwrap();
+    }
+
+    // Any other failure is final: a missing parent is said at once, not
+    // retried; a parent whose every name is taken is given up on after
+    // ATTEMPTS names, saying the names exist.
+    #[test]
+    fn only_a_taken_name_is_retried_and_only_so_often() {
+        let missing = Path::new("/nonexistent/sg-parent");
+        let mut tried = 0;
+        let err = create_fresh(missing, || {
+            tried += 1;
+            missing.join(format!("d{tried}"))
+        })
+        .unwrap_err();
+        assert_eq!(tried, 1);
+        let PrivateDirError::Create { parent, source } = err else {
+            panic!("{err}")
+        };
+        assert_eq!(
+            (parent.as_path(), source.kind()),
+            (missing, io::ErrorKind::NotFound)
+        );
+        let crowded = std::env::temp_dir();
+        let mut tried = 0;
+        let err = create_fresh(&crowded, || {
+            tried += 1;
+            crowded.clone()
+        })
+        .unwrap_err();
+        assert_eq!(tried, ATTEMPTS);
+        assert!(
+            matches!(&err, PrivateDirError::Create { source, .. } if source.kind() == io::ErrorKind::AlreadyExists),
+            "{err}"
+        );
     }
 
     #[test]
