@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """Per-shard scores of a whole-crate cargo-mutants run (round-robin, n=10).
 
-usage: shards.py RUN [RERUN ...] [--explained FILE]
+usage: shards.py RUN [RERUN ...] [--explained FILE] [--rename OLD_FILE NEW_FILE]
+                 [--rename-fn OLD_FN NEW_FN] [--excluded-re RE]
+--rename and --rename-fn match a mutant to its re-run where a later commit
+moved its code to another file or function (`... in instant_after` ->
+`... in after`).
 A RUN is a cargo-mutants output folder or a record written by record.py
 (a .tsv in tests/mutants/runs/).
 A mutant's shard is its index in mutants.json modulo 10, which is how
@@ -15,6 +19,9 @@ explained = set()
 excluded = None
 if '--excluded-re' in args:
     i = args.index('--excluded-re'); excluded = re.compile(args[i+1]); del args[i:i+2]
+fn_renames = []
+while '--rename-fn' in args:
+    i = args.index('--rename-fn'); fn_renames.append((args[i+1], args[i+2])); del args[i:i+3]
 renames = []
 while '--rename' in args:
     i = args.index('--rename'); renames.append((args[i+1], args[i+2])); del args[i:i+3]
@@ -26,7 +33,10 @@ def key(name):
     f, rest = name.split(':', 1)
     for a, b in renames:
         if f == a: f = b
-    return f + ' ' + re.sub(r'^\d+:\d+: ', '', rest)
+    desc = re.sub(r'^\d+:\d+: ', '', rest)
+    for a, b in fn_renames:
+        if desc.endswith(' in ' + a): desc = desc[:-len(a)] + b
+    return f + ' ' + desc
 def records(d):
     """(name, outcome) pairs in mutants.json order."""
     if d.endswith('.tsv'):
@@ -45,20 +55,36 @@ def load(d):
     return {n: s for n, s in records(d) if s != 'NotRun'}
 mutants = [n for n, _ in records(run)]
 first = load(run)
-later = collections.defaultdict(list)
+# Mutants of the first run by key, in order: a re-run selects by file and
+# description, so it holds every mutant of a key (the caught ones too), and
+# the n-th of a key in the re-run is the n-th in the first run.
+by_key = collections.defaultdict(list)
+for i, n in enumerate(mutants):
+    by_key[key(n)].append(i)
+state = [first.get(n, 'NotRun') for n in mutants]
+for i, n in enumerate(mutants):
+    if excluded and excluded.search(n) and state[i] == 'MissedMutant':
+        state[i] = 'Excluded'
+KILLS = ('CaughtMutant', 'Timeout', 'Unviable')
 for r in reruns:
+    got = collections.defaultdict(list)
     for n, s in load(r).items():
-        later[key(n)].append(s)
+        got[key(n)].append(s)
+    for k, outs in got.items():
+        idx = by_key.get(k, [])
+        if len(outs) == len(idx):
+            pairs = zip(idx, outs)
+        elif all(o in KILLS for o in outs):  # the count changed: all killed
+            pairs = ((i, outs[0]) for i in idx)
+        else:  # the count changed and not all killed: cannot pair them
+            pairs = ()
+        for i, o in pairs:
+            if state[i] == 'MissedMutant' and o in KILLS:
+                state[i] = 'Killed' if o != 'Unviable' else 'Unviable'
 rows = collections.defaultdict(collections.Counter)
 still = []
 for i, n in enumerate(mutants):
-    s = first.get(n, 'NotRun')
-    if excluded and excluded.search(n) and s == 'MissedMutant':
-        s = 'Excluded'
-    if s == 'MissedMutant' and later.get(key(n)):
-        s2 = later[key(n)].pop(0)
-        if s2 in ('CaughtMutant', 'Timeout', 'Unviable'):
-            s = 'Killed' if s2 != 'Unviable' else 'Unviable'
+    s = state[i]
     if s == 'MissedMutant' and key(n) in explained:
         s = 'Explained'
     if s == 'MissedMutant': still.append(n)
