@@ -589,10 +589,29 @@ mod tests {
         assert_eq!(group_members(pid).unwrap(), Vec::<u32>::new());
     }
 
+    fn refusal(pid: u32) -> Option<String> {
+        match target(pid) {
+            Err(KillOutcome::Refused { reason }) => Some(reason),
+            _ => None,
+        }
+    }
+
+    // R8.6: 0 and 1 are refused for what they are (0 is "my own group" to
+    // kill(2), 1 is init), before any look at the process table; 2 and up
+    // are looked at (`target` only checks, with signal 0 at most).
     #[test]
     fn refuses_pid_zero_one_and_own_group() {
-        assert!(matches!(target(0), Err(KillOutcome::Refused { .. })));
-        assert!(matches!(target(1), Err(KillOutcome::Refused { .. })));
+        for pid in [0, 1] {
+            assert_eq!(
+                refusal(pid).as_deref(),
+                Some(format!("pid {pid} is never signalled").as_str())
+            );
+        }
+        assert!(
+            !refusal(2).is_some_and(|r| r.contains("never signalled")),
+            "{:?}",
+            refusal(2)
+        );
         assert!(matches!(target(u32::MAX), Err(KillOutcome::Refused { .. })));
         let own = getpgrp().as_raw() as u32;
         assert!(matches!(target(own), Err(KillOutcome::Refused { .. })));

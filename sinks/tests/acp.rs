@@ -248,3 +248,16 @@ fn a_call_watched_by_task_id_is_heartbeated_and_settled_by_id() {
     assert_eq!(&*last.tool_call_id.0, "toolu_07");
     assert_eq!(last.fields.status, Some(ToolCallStatus::Failed));
 }
+
+// R8.7: the sink names itself, for the errors and logs that cite it.
+#[test]
+fn the_acp_sink_names_itself() {
+    use watchdog_core::Sink;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (acp, _writer) = AcpSink::spawn(tokio::io::sink(), "s1");
+        assert_eq!(acp.name(), "acp");
+    });
+}

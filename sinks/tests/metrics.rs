@@ -369,12 +369,14 @@ fn settled_tasks_leave_no_live_count_and_reasons_are_kinds() {
             .heartbeat_interval(None);
         let a = g.start("deadline", p.clone()).unwrap();
         let b = g.start("requested", p.clone()).unwrap();
-        let c = g.start("triggered", p).unwrap();
+        let c = g.start("triggered", p.clone()).unwrap();
+        let d = g.start("liveness", p.liveness(3 * SECOND)).unwrap();
         b.cancel("operator said so").unwrap();
         c.trigger("tool reported a loop").unwrap();
+        d.heartbeat(); // arms liveness (R2.5): lost at 3 s
         g.advance(9 * SECOND);
         g.advance(2 * SECOND);
-        for t in [a, b, c] {
+        for t in [a, b, c, d] {
             t.finish(Outcome::Cancelled, None, Some(15)).unwrap();
         }
     });
@@ -386,7 +388,7 @@ fn settled_tasks_leave_no_live_count_and_reasons_are_kinds() {
             "{state}"
         );
     }
-    for reason in ["deadline", "requested", "triggered"] {
+    for reason in ["deadline", "requested", "triggered", "liveness"] {
         assert_eq!(
             counter(
                 &snap,
@@ -404,6 +406,42 @@ fn settled_tasks_leave_no_live_count_and_reasons_are_kinds() {
             &[("profile", "default"), ("outcome", "cancelled")]
         )
         .len(),
-        3
+        4
+    );
+}
+
+// R6.8: a wall clock set before 1970 stamps a negative Unix time, not a
+// bogus 0 or a positive one that reads as "just now" minus an offset.
+#[test]
+fn a_stamp_before_1970_is_negative() {
+    use watchdog_core::{RecordingSink, Sink};
+    let rec = RecordingSink::new();
+    let guard = Guard::builder()
+        .clock(ManualClock::new())
+        .sink(rec.clone())
+        .build();
+    let t = guard
+        .start(
+            "old",
+            Profile::default().idle(5 * SECOND).terminate_after(0),
+        )
+        .unwrap();
+    t.output(1, 1);
+    guard.advance(6 * SECOND);
+    t.output(1, 1); // recovered: stamps last progress at the event's wall
+    let mut recovered = rec
+        .events()
+        .into_iter()
+        .find(|e| e.kind.type_name() == "recovered")
+        .expect("a recovered event");
+    recovered.wall = UNIX_EPOCH - Duration::from_millis(2500);
+    let sink = MetricsSink::new();
+    let recorder = DebuggingRecorder::new();
+    let snap = recorder.snapshotter();
+    metrics::with_local_recorder(&recorder, || sink.on_event(&recovered).unwrap());
+    let snap = snap.snapshot().into_vec();
+    assert_eq!(
+        gauge(&snap, LAST_PROGRESS, &[("profile", "default")]),
+        Some(-2.5)
     );
 }

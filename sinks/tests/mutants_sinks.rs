@@ -341,3 +341,239 @@ fn a_key_prefix_with_a_short_body_is_not_a_secret() {
         "key sk-[REDACTED] set"
     );
 }
+
+// --- The whole-crate run (issue 26, R10.4) -------------------------------
+
+/// Every log line of this test binary, from a global `tracing` subscriber:
+/// isolated sinks log on their own threads.
+fn logs() -> String {
+    use std::sync::{Mutex, OnceLock};
+    #[derive(Clone)]
+    struct Lines(&'static Mutex<Vec<u8>>);
+    impl std::io::Write for Lines {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    static LOG: OnceLock<&'static Mutex<Vec<u8>>> = OnceLock::new();
+    let buf = *LOG.get_or_init(|| {
+        let buf: &'static Mutex<Vec<u8>> = Box::leak(Box::default());
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || Lines(buf))
+            .with_ansi(false)
+            .without_time()
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).expect("one global subscriber");
+        buf
+    });
+    String::from_utf8_lossy(&buf.lock().unwrap()).into_owned()
+}
+
+// R8.7: every sink names itself, for the errors and logs that cite it.
+#[test]
+fn the_channel_and_json_lines_sinks_name_themselves() {
+    use stallguard_sinks::channel::ChannelSink;
+    use stallguard_sinks::jsonl::JsonLinesSink;
+    assert_eq!(ChannelSink::new().name(), "channel");
+    assert_eq!(JsonLinesSink::new(Vec::new()).name(), "jsonl");
+}
+
+// R3.8: a subscription by name follows one run. One channel sink shared by
+// two guards (cloning shares the subscriber list) sees two live tasks of
+// that name; the subscription keeps to the first it saw, by task id.
+#[test]
+fn a_name_subscription_keeps_to_the_first_task_it_saw() {
+    use stallguard_sinks::channel::ChannelSink;
+    let sink = ChannelSink::new();
+    let mut build = sink.subscribe_task("build");
+    let one = Guard::builder()
+        .clock(ManualClock::new())
+        .sink(sink.clone())
+        .build();
+    let two = Guard::builder()
+        .clock(ManualClock::new())
+        .sink(sink.clone())
+        .build();
+    let _other = one.start("lint", Profile::default()).unwrap(); // id 1 in `one`
+    let first = one.start("build", Profile::default()).unwrap(); // id 2
+    let second = two.start("build", Profile::default()).unwrap(); // id 1 in `two`
+    second.finish_completed();
+    first.finish_completed();
+    let got: Vec<_> = build
+        .drain()
+        .into_iter()
+        .map(|e| (e.task, e.kind.type_name()))
+        .collect();
+    assert_eq!(got, [(first.id(), "started"), (first.id(), "finished")]);
+}
+
+// R3.8: an empty queue is not a closed one; and a subscription polled by
+// hand hands out what is queued.
+#[test]
+fn a_subscription_polled_by_hand_yields_what_is_queued() {
+    use stallguard_sinks::channel::{ChannelSink, TryRecvError};
+    use std::task::{Context, Poll, Waker};
+    assert!(!TryRecvError::Empty.is_closed());
+    assert!(TryRecvError::Closed.is_closed());
+    let sink = ChannelSink::new();
+    let mut all = sink.subscribe();
+    let guard = Guard::builder()
+        .clock(ManualClock::new())
+        .sink(sink.clone())
+        .build();
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(all.poll_recv(&mut cx).is_pending());
+    let _task = guard.start("polled", Profile::default()).unwrap();
+    match all.poll_recv(&mut cx) {
+        Poll::Ready(Some(e)) => assert_eq!(e.kind.type_name(), "started"),
+        other => panic!("{other:?}"),
+    }
+}
+
+// R3.8: the JSON lines sink remembers the last 65 536 finished tasks, so a
+// late event of any of them is dropped; the one before them is forgotten.
+#[test]
+fn the_json_lines_sink_remembers_exactly_the_last_65536_finished_tasks() {
+    use stallguard_sinks::jsonl::JsonLinesSink;
+    use watchdog_core::{RecordingSink, TaskId};
+    let rec = RecordingSink::new();
+    let guard = Guard::builder()
+        .clock(ManualClock::new())
+        .sink(rec.clone())
+        .build();
+    guard
+        .start("t", Profile::default())
+        .unwrap()
+        .finish_completed();
+    let events = rec.events();
+    let (started, finished) = (&events[0], &events[1]);
+    let sink = JsonLinesSink::new(std::io::sink());
+    let with_id = |e: &watchdog_core::Event, id: u64| {
+        let mut e = e.clone();
+        e.task = TaskId::from_raw(id);
+        e
+    };
+    for id in 1..=65_536 {
+        sink.on_event(&with_id(finished, id)).unwrap();
+    }
+    sink.on_event(&with_id(started, 1)).unwrap();
+    assert_eq!(sink.late_dropped(), 1, "task 1 is among the last 65 536");
+    sink.on_event(&with_id(finished, 65_537)).unwrap();
+    sink.on_event(&with_id(started, 1)).unwrap();
+    sink.on_event(&with_id(started, 2)).unwrap();
+    assert_eq!(sink.late_dropped(), 2, "task 1 forgotten, task 2 not");
+}
+
+// R6.5: folding updates joins their output with one line break between
+// parts: added after a part that lacks one, never doubled, never leading.
+#[test]
+fn folded_output_is_joined_with_exactly_one_line_break() {
+    let guard = Guard::builder().clock(ManualClock::new()).build();
+    let task = guard.start("fold", Profile::default()).unwrap();
+    let update = |output: &str, changed: bool| MonitorUpdate {
+        task: task.id(),
+        name: Arc::from("fold"),
+        elapsed: Duration::from_secs(1),
+        new_output: output.into(),
+        output_changed: changed,
+        output_quiet_for: Duration::ZERO,
+        state: TaskState::Working,
+        note: None,
+    };
+    for (first, changed, then, want) in [
+        ("compiling", true, "linking\n", "compiling\nlinking\n"),
+        ("compiling\n", true, "linking\n", "compiling\nlinking\n"),
+        ("", false, "linking\n", "linking\n"),
+        ("", true, "linking\n", "linking\n"),
+    ] {
+        let mut folded = update(first, changed);
+        folded.absorb(update(then, true));
+        assert_eq!(folded.new_output, want, "{first:?} then {then:?}");
+    }
+}
+
+// R8.6: only an unconfirmed kill reads as unconfirmed.
+#[test]
+fn only_an_unconfirmed_kill_is_unconfirmed() {
+    let report = |outcome| KillReport {
+        task: watchdog_core::TaskId::from_raw(1),
+        name: "k".into(),
+        pgid: 4242,
+        signal: GroupSignal::Kill,
+        outcome,
+    };
+    assert!(report(KillOutcome::Unconfirmed { left: vec![4243] }).is_unconfirmed());
+    for other in [
+        KillOutcome::Sent,
+        KillOutcome::AlreadyGone,
+        KillOutcome::Confirmed {
+            after: Duration::ZERO,
+        },
+        KillOutcome::Refused { reason: "r".into() },
+        KillOutcome::Failed { error: "e".into() },
+    ] {
+        assert!(!report(other.clone()).is_unconfirmed(), "{other:?}");
+    }
+}
+
+// R6.4, R8.7: a refused signal is logged as a warning that says why, not
+// as a signal sent.
+#[test]
+fn a_refused_signal_is_logged_as_a_warning_with_its_reason() {
+    logs();
+    let procs = ProcessSink::new();
+    let guard = Guard::builder()
+        .clock(ManualClock::new())
+        .sink(procs.clone())
+        .build();
+    let p = Profile::default()
+        .idle(Duration::from_millis(200))
+        .heartbeat_interval(None);
+    let _task = guard.start_process("refused-one", p, 1).unwrap();
+    guard.advance(Duration::from_millis(200));
+    procs
+        .wait_for(|_| true, Duration::from_secs(10))
+        .expect("a report");
+    let log = logs();
+    let line = log
+        .lines()
+        .find(|l| l.contains("refused-one"))
+        .unwrap_or_else(|| panic!("{log}"));
+    assert!(line.contains("WARN"), "{line}");
+    assert!(line.contains("signal refused"), "{line}");
+    assert!(line.contains("pid 1 is never signalled"), "{line}");
+}
+
+// R8.6: waiting for a group to be gone waits for it, within the bound: a
+// group whose last member exits after a while is confirmed gone, not
+// reported unconfirmed at the first look.
+#[test]
+fn a_group_that_ends_within_the_bound_is_confirmed_gone() {
+    use stallguard_sinks::process::wait_group_gone;
+    use std::os::unix::process::CommandExt;
+    let mut child = std::process::Command::new("sleep")
+        .arg("0.3")
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let pgid = child.id();
+    let waiter = std::thread::spawn(move || child.wait().unwrap());
+    let gone = wait_group_gone(pgid, Duration::from_secs(30));
+    assert!(matches!(gone, KillOutcome::Confirmed { .. }), "{gone:?}");
+    assert!(waiter.join().unwrap().success());
+}
+
+// R8.6: pid 1 (and 0) are never waited on: they are refused as invalid
+// before any waitpid, whose "not a child" would hide the caller's mistake.
+#[test]
+fn reap_refuses_pid_zero_and_one_as_invalid() {
+    for pid in [0, 1] {
+        let err = reap(pid, Duration::ZERO).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput, "{err}");
+        assert!(err.to_string().contains(&format!("pid {pid}")), "{err}");
+    }
+}

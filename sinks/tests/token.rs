@@ -170,3 +170,20 @@ fn a_parent_token_cancels_every_task() {
     assert!(live.is_cancelled() && pending.is_cancelled());
     a.finish_completed();
 }
+
+// R6.3: a token asked for by the id of a task that has not started yet is
+// the one its cancel cancels, even after other tasks started and finished;
+// a started task holds its token from its `started` event on.
+#[test]
+fn a_token_asked_for_by_a_future_id_is_cancelled_with_its_task() {
+    let tokens = CancelTokenSink::new();
+    let guard = guard_with(&tokens);
+    guard.start("first", quiet()).unwrap().finish_completed(); // id 1 started and finished
+    let early = tokens.token_for(TaskId::from_raw(2));
+    let t = guard.start("second", quiet()).unwrap();
+    assert_eq!(t.id(), TaskId::from_raw(2));
+    assert_eq!(tokens.live_tokens(), 1, "held from `started` on");
+    t.cancel("stop").unwrap();
+    assert!(early.is_cancelled());
+    t.finish_completed();
+}
