@@ -1053,3 +1053,66 @@ fn rule_monitor_notes_plain_progress_at_most_every_30_s() {
     assert_eq!(progress, 2);
     task.finish_completed();
 }
+
+// R6.6 on a real clock with a real process: between guard events (none
+// here: heartbeats off) the background poller keeps the agent updated
+// while output flows, after the first look too (the update interval is
+// 2 s at least; output flows for 4.4 s). Generous counts.
+#[test]
+fn the_poller_keeps_updating_between_guard_events() {
+    let calls: Calls = Arc::default();
+    let c = Arc::clone(&calls);
+    let monitor = MonitorSink::builder(move |_| {
+        Box::new(Probe {
+            calls: Arc::clone(&c),
+        })
+    })
+    .update_interval(SECS(2))
+    .poll_interval(Some(MS(50)))
+    .build()
+    .unwrap();
+    let guard = Guard::builder().sink(monitor.clone()).build();
+    let mut child = Command::new("sh")
+        .args([
+            "-c",
+            "for i in $(seq 1 22); do echo step $i; sleep 0.2; done",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let task = guard
+        .start_process(
+            "polled",
+            Profile::default()
+                .long_running_after(MS(100))
+                .heartbeat_interval(None),
+            child.id(),
+        )
+        .unwrap();
+    let output: Arc<Mutex<Vec<u8>>> = Arc::default();
+    let tail = Arc::clone(&output);
+    monitor.watch(
+        task.id(),
+        MonitorTarget::new("steps", move || tail.lock().clone()),
+    );
+    let rec = task.recorder();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap() + "\n";
+        output.lock().extend_from_slice(line.as_bytes());
+        rec.output(line.len() as u64, 1);
+    }
+    let status = child.wait().unwrap();
+    let updates = calls
+        .lock()
+        .iter()
+        .filter(|c| matches!(c, MonitorCall::Update(u) if u.output_changed))
+        .count();
+    task.finish(Outcome::Completed, status.code(), None)
+        .unwrap();
+    assert!(monitor.flush(SECS(10)));
+    assert!(
+        updates >= 1,
+        "{updates} updates in 4.4 s of output: {:#?}",
+        calls.lock()
+    );
+}

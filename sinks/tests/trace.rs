@@ -439,3 +439,59 @@ fn actions_are_logged_with_what_they_do_and_why() {
         ]
     );
 }
+
+#[derive(Debug)]
+struct TwoChildren;
+
+impl watchdog_core::ChildProbe for TwoChildren {
+    fn children(&self) -> Option<Vec<watchdog_core::ChildInfo>> {
+        let mut grep = WedgedGrep.children().unwrap().remove(0);
+        let mut sh = grep.clone();
+        sh.pid = 8;
+        sh.name = "sh".into();
+        sh.state = watchdog_core::ProcState::Sleeping;
+        sh.wchan = None;
+        grep.cpu_ms = 4;
+        Some(vec![grep, sh])
+    }
+}
+
+// R3.1 / R5.5: several suspects are listed in order, comma-separated.
+#[test]
+fn a_stall_lists_several_suspects_in_order() {
+    let cap = capture(TracingSink::new(), |g| {
+        let profile = Profile::default()
+            .idle(5 * SECOND)
+            .terminate_after(0)
+            .heartbeat_interval(None);
+        let t = g.start_process("harness", profile, 100).unwrap();
+        t.set_children_probe(Arc::new(TwoChildren));
+        g.advance(5 * SECOND);
+        t.finish_completed();
+    });
+    let stalled = &cap.of("stalled")[0];
+    assert_eq!(stalled.field("children"), Some("2"));
+    assert_eq!(
+        stalled.field("suspects"),
+        Some("grep[7] disk_wait in io_schedule, sh[8] sleeping")
+    );
+}
+
+// R3.6: crossing the long-running threshold is an INFO record of its own.
+#[test]
+fn a_long_running_task_is_logged_once_at_info() {
+    let cap = capture(TracingSink::new(), |g| {
+        let profile = Profile::default()
+            .idle(600 * SECOND)
+            .long_running_after(3 * SECOND)
+            .heartbeat_interval(None);
+        let t = g.start("slow", profile).unwrap();
+        g.advance(10 * SECOND);
+        t.finish_completed();
+    });
+    let long = cap.of("long_running");
+    assert_eq!(long.len(), 1, "{long:?}");
+    assert_eq!(long[0].level, Level::INFO);
+    assert_eq!(long[0].field("task"), Some("slow"));
+    assert_eq!(long[0].field("elapsed_ms"), Some("3000"));
+}
