@@ -133,6 +133,20 @@ fn carriage_returns_become_single_line_breaks() {
     assert_eq!(clean_output(b"a\r\nb\rc\n"), "a\nb\nc\n");
 }
 
+// R6.6: colour and cursor sequences (CSI, as cargo and pytest print them)
+// and window titles (OSC, ended by BEL or ESC \\) leave no trace in what the
+// monitor reads; the text around them stays.
+#[test]
+fn escape_sequences_are_dropped_whole() {
+    assert_eq!(
+        clean_output(b"\x1b[1m\x1b[32m   Compiling\x1b[0m core v0.1.0\n"),
+        "   Compiling core v0.1.0\n"
+    );
+    assert_eq!(clean_output(b"\x1b[2K\x1b[1Gdone\n"), "done\n");
+    assert_eq!(clean_output(b"\x1b]0;build\x07ok\n"), "ok\n");
+    assert_eq!(clean_output(b"\x1b]0;build\x1b\\ok\n"), "ok\n");
+}
+
 // R6.6: a bare `Bearer <token>` (a curl line, a log) is masked on its own,
 // without an `Authorization:` key before it (kills `<` for `==` in the
 // bearer scan's bound).
