@@ -192,6 +192,31 @@ fn an_orphan_pem_end_is_masked_back_to_its_base64_lines() {
     );
 }
 
+// R6.6: a certificate is not a secret (TLS debugging prints them): it is
+// kept, and the private key after it is still masked.
+#[test]
+fn a_certificate_is_kept_and_the_key_after_it_masked() {
+    let text = "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n-----END CERTIFICATE-----\n\
+                -----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg\n-----END PRIVATE KEY-----\nok";
+    assert_eq!(
+        redact(text),
+        "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n-----END CERTIFICATE-----\n\
+         [REDACTED PRIVATE KEY]\nok"
+    );
+}
+
+// R6.6: an END whose BEGIN is missing is masked back over its base64 lines
+// even after a whole block earlier in the text.
+#[test]
+fn an_orphan_pem_end_after_a_whole_block_is_masked_too() {
+    let text = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg\n-----END PRIVATE KEY-----\n\
+                log line\nkqhkiG9w0BAQEF\n-----END RSA PRIVATE KEY-----\nnext";
+    assert_eq!(
+        redact(text),
+        "[REDACTED PRIVATE KEY]\nlog line\n[REDACTED PRIVATE KEY]\nnext"
+    );
+}
+
 // R6.6: spaces before the separator still leave the key a secret's name
 // (kills `>` for `<` in the key walk of `pairs`).
 #[test]
