@@ -616,3 +616,46 @@ fn reap_refuses_pid_zero_and_one_as_invalid() {
         assert!(err.to_string().contains(&format!("pid {pid}")), "{err}");
     }
 }
+
+// R6.6: an AWS access key id is AKIA or ASIA and exactly 16 upper-case
+// letters or digits; shorter look-alikes are ordinary words.
+#[test]
+fn only_a_whole_aws_key_id_is_masked() {
+    assert_eq!(redact("id AKIAIOSFODNN7EXAMPLE ok"), "id [REDACTED] ok");
+    assert_eq!(
+        redact("see AKIAEXAMPLE12 in the docs"),
+        "see AKIAEXAMPLE12 in the docs"
+    );
+}
+
+// R6.6: `bearer` as a word is masked only with a space and a long token
+// after it: prose, a word that merely starts with it, and trailing spaces
+// are left alone (and never index past the text).
+#[test]
+fn bearer_needs_a_space_and_a_long_token() {
+    for text in [
+        "the bearer of bad news",
+        "bearertokens1234567890 is one word",
+        "sent as bearer   ",
+    ] {
+        assert_eq!(redact(text), text);
+    }
+    assert_eq!(
+        redact("sent as bearer 0123456789abcdef"),
+        "sent as bearer [REDACTED]"
+    );
+}
+
+// R6.6: `==` is a comparison, not a pair; `=/` starts a secret path value,
+// while `:/` starts a URL; a single-quoted key (a Python dict) is a key.
+#[test]
+fn pairs_tell_comparisons_urls_and_quoted_keys_apart() {
+    for text in ["assert token == expected", "secret://vault/db"] {
+        assert_eq!(redact(text), text);
+    }
+    assert_eq!(redact("password=/run/secrets/db"), "password=[REDACTED]");
+    assert_eq!(
+        redact("{'password': 'hunter2', 'user': 'ci'}"),
+        "{'password': '[REDACTED]', 'user': 'ci'}"
+    );
+}
