@@ -659,3 +659,18 @@ fn pairs_tell_comparisons_urls_and_quoted_keys_apart() {
         "{'password': '[REDACTED]', 'user': 'ci'}"
     );
 }
+
+// R6.6: a secret flag in help text (`mysql --help`: `--password[=name]`)
+// and one that ends the text have no value to hide; an empty value is not
+// masked into one.
+#[test]
+fn help_text_a_trailing_flag_and_an_empty_value_are_left_alone() {
+    for text in [
+        "  -p, --password[=name]\n",
+        "mysql --password ",
+        "password=\"\" user=ci",
+        "password=; user=ci",
+    ] {
+        assert_eq!(redact(text), text);
+    }
+}
