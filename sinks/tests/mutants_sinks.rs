@@ -674,3 +674,154 @@ fn help_text_a_trailing_flag_and_an_empty_value_are_left_alone() {
         assert_eq!(redact(text), text);
     }
 }
+
+/// A monitor update of `state` with `output` (changed when non-empty).
+fn rule_update(state: TaskState, output: &str, note: Option<&str>) -> MonitorUpdate {
+    MonitorUpdate {
+        task: watchdog_core::TaskId::from_raw(1),
+        name: Arc::from("job"),
+        elapsed: Duration::from_secs(10),
+        new_output: output.into(),
+        output_changed: !output.is_empty(),
+        output_quiet_for: Duration::ZERO,
+        state,
+        note: note.map(String::from),
+    }
+}
+
+fn rule_final(exit_code: i32, tail: &str) -> MonitorFinal {
+    MonitorFinal {
+        task: watchdog_core::TaskId::from_raw(1),
+        name: Arc::from("job"),
+        elapsed: Duration::from_secs(20),
+        completed_at: UNIX_EPOCH,
+        outcome: if exit_code == 0 {
+            Outcome::Completed
+        } else {
+            Outcome::Failed
+        },
+        exit_code: Some(exit_code),
+        signal: None,
+        cancelled: false,
+        output_tail: tail.into(),
+    }
+}
+
+// R6.6: the rule monitor counts retries across updates, says a stall and a
+// stop in their own words, and ends with the retries seen, if any.
+#[test]
+fn the_rule_monitor_counts_retries_and_names_stalls_and_stops() {
+    use stallguard_sinks::monitor::{MonitorAgent, RuleMonitor};
+    let mut rules = RuleMonitor::new();
+    let said = rules
+        .update(&rule_update(
+            TaskState::Working,
+            "connect failed, retrying in 5s\nconnect failed, retrying in 10s\n",
+            None,
+        ))
+        .unwrap()
+        .unwrap();
+    assert!(said.contains("output shows 2 retries so far"), "{said}");
+    let said = rules
+        .update(&rule_update(
+            TaskState::Stalled,
+            "",
+            Some("idle budget ran out"),
+        ))
+        .unwrap()
+        .unwrap();
+    assert!(
+        said.contains("the guard reports a stall (idle budget ran out)"),
+        "{said}"
+    );
+    let said = rules
+        .update(&rule_update(
+            TaskState::Cancelling,
+            "",
+            Some("cancel requested"),
+        ))
+        .unwrap()
+        .unwrap();
+    assert!(
+        said.contains("the guard is stopping the command (cancel requested)"),
+        "{said}"
+    );
+    let said = rules.finish(&rule_final(0, "done\n")).unwrap().unwrap();
+    assert!(said.ends_with("; 2 retries were seen"), "{said}");
+    let said = RuleMonitor::new()
+        .finish(&rule_final(0, "done\n"))
+        .unwrap()
+        .unwrap();
+    assert!(!said.contains("retries"), "{said}");
+}
+
+// R6.6: an error seen earlier is recalled at the end of a failed command
+// only; a success does not dig up an error it recovered from.
+#[test]
+fn an_earlier_error_is_recalled_only_when_the_command_failed() {
+    use stallguard_sinks::monitor::{MonitorAgent, RuleMonitor};
+    let seen = || {
+        let mut rules = RuleMonitor::new();
+        rules
+            .update(&rule_update(
+                TaskState::Working,
+                "ERROR: disk quota exceeded\n",
+                None,
+            ))
+            .unwrap();
+        rules
+    };
+    let failed = seen()
+        .finish(&rule_final(1, "cleaning up\n"))
+        .unwrap()
+        .unwrap();
+    assert!(
+        failed.contains("last error-like line: \"ERROR: disk quota exceeded\""),
+        "{failed}"
+    );
+    let ok = seen()
+        .finish(&rule_final(0, "cleaning up\n"))
+        .unwrap()
+        .unwrap();
+    assert!(!ok.contains("error-like"), "{ok}");
+}
+
+// R6.6: zero counts in test summaries are not failures, wherever the zero
+// or `no` stands; a real count is.
+#[test]
+fn zero_counts_are_not_errors() {
+    use stallguard_sinks::monitor::{MonitorAgent, RuleMonitor};
+    for line in [
+        "0 errors",
+        "no errors",
+        "build finished with 0 errors",
+        "found no errors",
+        "test result: ok. 12 passed; 0 failed",
+    ] {
+        let said = RuleMonitor::new()
+            .update(&rule_update(TaskState::Working, &format!("{line}\n"), None))
+            .unwrap();
+        assert!(
+            !said
+                .as_deref()
+                .unwrap_or("")
+                .contains("may indicate a failure"),
+            "{line}: {said:?}"
+        );
+    }
+    let said = RuleMonitor::new()
+        .update(&rule_update(TaskState::Working, "2 errors\n", None))
+        .unwrap()
+        .unwrap();
+    assert!(said.contains("output mentions \"error\""), "{said}");
+}
+
+// R6.6: two secrets in one text are masked each on its own; the text
+// between them stays.
+#[test]
+fn two_secrets_are_masked_apart() {
+    assert_eq!(
+        redact("password=a1b2 user=ci token=c3d4"),
+        "password=[REDACTED] user=ci token=[REDACTED]"
+    );
+}
