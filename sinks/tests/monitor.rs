@@ -1116,3 +1116,61 @@ fn the_poller_keeps_updating_between_guard_events() {
         calls.lock()
     );
 }
+
+// R6.6: what agents said is kept within bounds: the last 64 observations
+// of a task, and the last 1024 not yet drained across tasks, exactly.
+#[test]
+fn observations_are_kept_to_exactly_their_bounds() {
+    let w = World::new();
+    let task = w.start("chatty", Profile::default().heartbeat_interval(None));
+    w.guard.advance(SECS(3)); // long-running: the monitor opens (1 observation)
+    for i in 0..1100 {
+        w.write(&task, &format!("step {i}\n"));
+        w.guard.advance(SECS(30));
+        w.monitor.poll();
+    }
+    let calls = w.calls().len();
+    assert!(calls > 1030, "{calls} agent calls");
+    let obs = w.monitor.observations(task.id());
+    assert_eq!(obs.len(), 64);
+    assert_eq!(
+        obs.last().unwrap().text,
+        format!("update at {:?}", SECS(3 + 30 * 1100))
+    );
+    let unread = w.monitor.drain_observations();
+    assert_eq!(unread.len(), 1024);
+    assert_eq!(unread.last(), obs.last());
+    task.finish_completed();
+}
+
+// R6.6: flush returns as soon as the agents are done: the last call's end
+// wakes it, so a long timeout is a bound, not a wait. A hundred runs, so
+// that flush is surely waiting while a worker still works in some of them:
+// under a lost wake-up this test would sit out its hour.
+#[test]
+fn flush_returns_when_the_agents_are_done_not_at_its_timeout() {
+    let calls: Calls = Arc::default();
+    let w = World::with(|clock| {
+        let c = Arc::clone(&calls);
+        let sink = MonitorSink::builder(move |_| {
+            Box::new(Probe {
+                calls: Arc::clone(&c),
+            })
+        })
+        .clock(clock)
+        .build()
+        .unwrap();
+        (sink, Arc::clone(&calls))
+    });
+    for i in 0..100 {
+        let task = w.start(
+            &format!("isolated-{i}"),
+            Profile::default().heartbeat_interval(None),
+        );
+        w.guard.advance(SECS(3));
+        task.finish_completed();
+        assert!(w.guard.flush(Duration::from_secs(3600)), "events delivered");
+        assert!(w.monitor.flush(Duration::from_secs(3600)), "agents done");
+    }
+    assert_eq!(w.kinds().len(), 200, "an open and a final each");
+}
