@@ -825,3 +825,11 @@ fn two_secrets_are_masked_apart() {
         "password=[REDACTED] user=ci token=[REDACTED]"
     );
 }
+
+// R6.6: a monitor target says the command it describes.
+#[test]
+fn a_monitor_target_says_its_command() {
+    use stallguard_sinks::monitor::MonitorTarget;
+    let target = MonitorTarget::new("cargo build --release", Vec::new).cwd("/work");
+    assert_eq!(target.command(), "cargo build --release");
+}
