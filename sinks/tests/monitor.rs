@@ -1174,3 +1174,23 @@ fn flush_returns_when_the_agents_are_done_not_at_its_timeout() {
     }
     assert_eq!(w.kinds().len(), 200, "an open and a final each");
 }
+
+// R6.6: the sink remembers the last 1024 finished tasks, so a watch that
+// comes after any of them finished leaves nothing registered.
+#[test]
+fn a_late_watch_of_any_of_the_last_1024_finished_tasks_is_ignored() {
+    let w = World::new();
+    let first = w.guard.start("t-0", Profile::default()).unwrap();
+    let oldest = first.id();
+    first.finish_completed();
+    for i in 1..1024 {
+        w.guard
+            .start(&format!("t-{i}"), Profile::default())
+            .unwrap()
+            .finish_completed();
+    }
+    w.monitor
+        .watch(oldest, MonitorTarget::new("late", Vec::new));
+    let shown = format!("{:?}", w.monitor);
+    assert!(shown.contains("watched: 0"), "{shown}");
+}

@@ -833,3 +833,32 @@ fn a_monitor_target_says_its_command() {
     let target = MonitorTarget::new("cargo build --release", Vec::new).cwd("/work");
     assert_eq!(target.command(), "cargo build --release");
 }
+
+/// Threads of this process whose name starts `stallguard-moni` (a name is
+/// cut to 15 bytes): monitor pollers and workers. No other test in this
+/// binary starts any.
+fn monitor_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|c| c.starts_with("stallguard-moni"))
+        .count()
+}
+
+// R6.6, R8.6: the monitor sink names itself, and dropping it stops its
+// poller thread (nothing left running); the poller is asleep with no
+// monitor open, so only the drop can wake it.
+#[test]
+fn a_dropped_monitor_sink_leaves_no_poller_behind() {
+    use stallguard_sinks::monitor::MonitorSink;
+    assert_eq!(monitor_threads(), 0);
+    let sink = MonitorSink::rule_based().build().unwrap();
+    assert_eq!(sink.name(), "monitor");
+    assert_eq!(monitor_threads(), 1, "the poller");
+    drop(sink);
+    let bound = std::time::Instant::now() + Duration::from_secs(30);
+    while monitor_threads() > 0 && std::time::Instant::now() < bound {
+        std::thread::yield_now();
+    }
+    assert_eq!(monitor_threads(), 0, "the poller is still running");
+}
