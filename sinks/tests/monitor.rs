@@ -1185,7 +1185,7 @@ fn a_late_watch_of_any_of_the_last_1024_finished_tasks_is_ignored() {
     first.finish_completed();
     for i in 1..1024 {
         w.guard
-            .start(&format!("t-{i}"), Profile::default())
+            .start(format!("t-{i}"), Profile::default())
             .unwrap()
             .finish_completed();
     }
@@ -1193,4 +1193,91 @@ fn a_late_watch_of_any_of_the_last_1024_finished_tasks_is_ignored() {
         .watch(oldest, MonitorTarget::new("late", Vec::new));
     let shown = format!("{:?}", w.monitor);
     assert!(shown.contains("watched: 0"), "{shown}");
+}
+
+// R6.6: every guard verdict reaches the monitor as a note in the guard's
+// words, with the state it leaves: the stall, recovered, a trigger's
+// reason (the state holds until the cancel), the cancel with its signal,
+// the kill after the grace period.
+#[test]
+fn each_guard_verdict_is_a_note_in_the_next_update() {
+    let w = World::new();
+    let task = w.start(
+        "noted",
+        Profile::default()
+            .idle(SECS(4))
+            .terminate_after(0)
+            .grace_period(SECS(3))
+            .heartbeat_interval(None),
+    );
+    let notes = || -> Vec<(TaskState, String)> {
+        w.calls()
+            .into_iter()
+            .filter_map(|c| match c {
+                MonitorCall::Update(u) => Some((u.state, u.note.unwrap_or_default())),
+                _ => None,
+            })
+            .collect()
+    };
+    w.run_for(SECS(6), MS(500), || {}); // open at 3 s, stalled at 4 s
+    w.write(&task, "resumed\n"); // recovered after 6 s of silence
+    w.run_for(SECS(3), MS(500), || {});
+    task.trigger("tool reported a loop").unwrap(); // cancelling (SIGTERM)
+    w.run_for(SECS(4), MS(500), || {}); // killed 3 s later
+    task.finish(Outcome::Cancelled, None, Some(9)).unwrap();
+    let all = notes();
+    let note = |state, text: &str| (state, text.to_owned());
+    assert_eq!(
+        all,
+        [
+            note(
+                TaskState::Stalled,
+                "stalled: startup budget ran out after 4s of silence (strike 1)"
+            ),
+            note(
+                TaskState::Working,
+                "recovered: progress after 6s of silence"
+            ),
+            note(TaskState::Working, "tool reported a loop"),
+            note(
+                TaskState::Cancelling,
+                "cancelling (SIGTERM): triggered: tool reported a loop"
+            ),
+            note(
+                TaskState::Cancelling,
+                "killed with SIGKILL after the grace period"
+            ),
+        ]
+    );
+}
+
+// R6.6: output of exactly the bound is shown whole, from its first line;
+// only output beyond the bound is cut (at a line start).
+#[test]
+fn output_of_exactly_the_bound_is_shown_whole() {
+    let w = World::with(|clock| {
+        let calls: Calls = Arc::default();
+        let c = Arc::clone(&calls);
+        let sink = MonitorSink::builder(move |_| {
+            Box::new(Probe {
+                calls: Arc::clone(&c),
+            })
+        })
+        .with_delivery(Delivery::Inline)
+        .clock(clock)
+        .max_output_bytes(256)
+        .build()
+        .unwrap();
+        (sink, calls)
+    });
+    let task = w.start("exact", Profile::default());
+    let all: String = (1..=32).map(|i| format!("line {i:02}\n")).collect();
+    assert_eq!(all.len(), 256);
+    w.write(&task, &all);
+    w.run_for(SECS(4), MS(500), || {});
+    let Some(MonitorCall::Open(brief)) = w.calls().first().cloned() else {
+        panic!("{:?}", w.kinds())
+    };
+    assert_eq!(brief.output_tail, all);
+    task.finish_completed();
 }
