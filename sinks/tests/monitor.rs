@@ -1281,3 +1281,90 @@ fn output_of_exactly_the_bound_is_shown_whole() {
     assert_eq!(brief.output_tail, all);
     task.finish_completed();
 }
+
+/// A world whose inline probe monitor shows at most `max` bytes of output.
+fn bounded_world(max: usize) -> World {
+    World::with(|clock| {
+        let calls: Calls = Arc::default();
+        let c = Arc::clone(&calls);
+        let sink = MonitorSink::builder(move |_| {
+            Box::new(Probe {
+                calls: Arc::clone(&c),
+            })
+        })
+        .with_delivery(Delivery::Inline)
+        .clock(clock)
+        .max_output_bytes(max)
+        .build()
+        .unwrap();
+        (sink, calls)
+    })
+}
+
+fn last_update(w: &World) -> MonitorUpdate {
+    match w.calls().pop() {
+        Some(MonitorCall::Update(u)) => u,
+        _ => panic!("{:?}", w.kinds()),
+    }
+}
+
+// R6.6: output cut to the bound keeps the line that starts exactly at the
+// cut: 33 lines of 8 bytes under a 256-byte bound show lines 02 to 33.
+#[test]
+fn a_cut_at_a_line_start_keeps_that_line() {
+    let w = bounded_world(256);
+    let task = w.start("cut", Profile::default());
+    let all: String = (1..=33).map(|i| format!("line {i:02}\n")).collect();
+    w.write(&task, &all);
+    w.run_for(SECS(4), MS(500), || {});
+    let Some(MonitorCall::Open(brief)) = w.calls().first().cloned() else {
+        panic!("{:?}", w.kinds())
+    };
+    assert_eq!(brief.output_tail, all["line 01\n".len()..]);
+    task.finish_completed();
+}
+
+// R6.6: new output that starts inside a line longer than the 4 KiB look
+// back is shown from the next whole line: never from the stream's start.
+#[test]
+fn new_output_inside_a_very_long_line_starts_at_the_next_line() {
+    let w = bounded_world(1 << 16);
+    let task = w.start("long-line", Profile::default());
+    w.write(&task, &"x".repeat(5000));
+    w.run_for(SECS(4), MS(500), || {}); // the brief
+    w.write(&task, &format!("{}\nnext\n", "y".repeat(100)));
+    w.run_for(SECS(3), MS(500), || {});
+    assert_eq!(last_update(&w).new_output, "next\n");
+    task.finish_completed();
+}
+
+// R6.6: with a byte count from the tail, an unchanged count is no new
+// output: the update says how long the output has been quiet.
+#[test]
+fn a_counted_tail_that_did_not_grow_is_no_new_output() {
+    let w = World::new();
+    let tail = Arc::new(CountedTail::default());
+    let task = w
+        .guard
+        .start(
+            "counted",
+            monitored(Profile::default().idle(SECS(5)).terminate_after(0)),
+        )
+        .unwrap();
+    w.monitor.watch(
+        task.id(),
+        MonitorTarget::new("run counted", Arc::clone(&tail)),
+    );
+    tail.set("first line\n", 11);
+    task.output(11, 1);
+    w.run_for(SECS(7), MS(500), || {}); // brief at 3 s, stall at 5 s
+    let u = last_update(&w);
+    assert_eq!(u.state, TaskState::Stalled);
+    assert!(!u.output_changed, "{u:?}");
+    assert!(
+        u.to_prompt().contains("No new output for"),
+        "{}",
+        u.to_prompt()
+    );
+    task.finish_completed();
+}
