@@ -866,3 +866,23 @@ fn a_dropped_monitor_sink_leaves_no_poller_behind() {
     drop(sink);
     assert_eq!(settles_at(0), 0, "the poller is still running");
 }
+
+// R6.6: the rule monitor counts the output lines it has read, across
+// updates, and says so when it notes plain progress.
+#[test]
+fn the_rule_monitor_counts_output_lines() {
+    use stallguard_sinks::monitor::{MonitorAgent, RuleMonitor};
+    let mut rules = RuleMonitor::new();
+    let said = rules
+        .update(&rule_update(
+            TaskState::Working,
+            "compiling a\ncompiling b\n\ncompiling c\n",
+            None,
+        ))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        said,
+        "output is progressing (3 lines so far); no completion signal observed yet"
+    );
+}
