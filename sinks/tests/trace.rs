@@ -494,4 +494,5 @@ fn a_long_running_task_is_logged_once_at_info() {
     assert_eq!(long[0].level, Level::INFO);
     assert_eq!(long[0].field("task"), Some("slow"));
     assert_eq!(long[0].field("elapsed_ms"), Some("3000"));
+    assert_eq!(long[0].field("message"), Some("task is long-running"));
 }
