@@ -660,14 +660,15 @@ fn pairs_tell_comparisons_urls_and_quoted_keys_apart() {
     );
 }
 
-// R6.6: a secret flag in help text (`mysql --help`: `--password[=name]`)
-// and one that ends the text have no value to hide; an empty value is not
-// masked into one.
+// R6.6: a secret flag in help text (`mysql --help`: `--password[=name]`),
+// one that ends the text and one followed by another flag (mysql then
+// prompts) have no value to hide; an empty value is not masked into one.
 #[test]
 fn help_text_a_trailing_flag_and_an_empty_value_are_left_alone() {
     for text in [
         "  -p, --password[=name]\n",
         "mysql --password ",
+        "mysql --password --user admin",
         "password=\"\" user=ci",
         "password=; user=ci",
     ] {
