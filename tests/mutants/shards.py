@@ -68,16 +68,20 @@ for i, n in enumerate(mutants):
 KILLS = ('CaughtMutant', 'Timeout', 'Unviable')
 for r in reruns:
     got = collections.defaultdict(list)
-    for n, s in load(r).items():
+    later = load(r)
+    for n, s in later.items():
         got[key(n)].append(s)
+    # The same name (file, line, column, description): the same mutant,
+    # where the file did not change in between.
+    for i, n in enumerate(mutants):
+        o = later.get(n)
+        if state[i] == 'MissedMutant' and o in KILLS:
+            state[i] = 'Killed' if o != 'Unviable' else 'Unviable'
     for k, outs in got.items():
         idx = by_key.get(k, [])
-        if len(outs) == len(idx):
-            pairs = zip(idx, outs)
-        elif all(o in KILLS for o in outs):  # the count changed: all killed
-            pairs = ((i, outs[0]) for i in idx)
-        else:  # the count changed and not all killed: cannot pair them
-            pairs = ()
+        # A count that differs (code added or removed, a re-run that left
+        # some out) cannot be paired: those stay as the first run had them.
+        pairs = zip(idx, outs) if len(outs) == len(idx) else ()
         for i, o in pairs:
             if state[i] == 'MissedMutant' and o in KILLS:
                 state[i] = 'Killed' if o != 'Unviable' else 'Unviable'
