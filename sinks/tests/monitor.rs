@@ -993,21 +993,7 @@ fn a_counted_tail_shows_its_first_line_only_while_the_window_holds_it() {
 // `MonitorState::render`'s bound, which counted the old output too).
 #[test]
 fn an_update_within_the_output_bound_carries_only_the_new_lines() {
-    let w = World::with(|clock| {
-        let calls: Calls = Arc::default();
-        let c = Arc::clone(&calls);
-        let sink = MonitorSink::builder(move |_| {
-            Box::new(Probe {
-                calls: Arc::clone(&c),
-            })
-        })
-        .with_delivery(Delivery::Inline)
-        .clock(clock)
-        .max_output_bytes(256)
-        .build()
-        .unwrap();
-        (sink, calls)
-    });
+    let w = bounded_world(256);
     let task = w.start("small", Profile::default());
     let first: String = (1..=25).map(|i| format!("line {i:02}\n")).collect();
     w.write(&task, &first);
@@ -1255,21 +1241,7 @@ fn each_guard_verdict_is_a_note_in_the_next_update() {
 // only output beyond the bound is cut (at a line start).
 #[test]
 fn output_of_exactly_the_bound_is_shown_whole() {
-    let w = World::with(|clock| {
-        let calls: Calls = Arc::default();
-        let c = Arc::clone(&calls);
-        let sink = MonitorSink::builder(move |_| {
-            Box::new(Probe {
-                calls: Arc::clone(&c),
-            })
-        })
-        .with_delivery(Delivery::Inline)
-        .clock(clock)
-        .max_output_bytes(256)
-        .build()
-        .unwrap();
-        (sink, calls)
-    });
+    let w = bounded_world(256);
     let task = w.start("exact", Profile::default());
     let all: String = (1..=32).map(|i| format!("line {i:02}\n")).collect();
     assert_eq!(all.len(), 256);

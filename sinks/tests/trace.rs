@@ -326,21 +326,26 @@ impl watchdog_core::ChildProbe for WedgedGrep {
     }
 }
 
-// R3.1 / R5.5: a stall names its suspect children by executable name, pid,
-// state and wait channel.
-#[test]
-fn a_stall_names_its_suspect_children() {
+/// The `stalled` record of a task whose children `probe` reports.
+fn stalled_with(probe: Arc<dyn watchdog_core::ChildProbe>) -> Captured {
     let cap = capture(TracingSink::new(), |g| {
         let profile = Profile::default()
             .idle(5 * SECOND)
             .terminate_after(0)
             .heartbeat_interval(None);
         let t = g.start_process("harness", profile, 100).unwrap();
-        t.set_children_probe(Arc::new(WedgedGrep));
+        t.set_children_probe(probe);
         g.advance(5 * SECOND);
         t.finish_completed();
     });
-    let stalled = &cap.of("stalled")[0];
+    cap.of("stalled").remove(0)
+}
+
+// R3.1 / R5.5: a stall names its suspect children by executable name, pid,
+// state and wait channel.
+#[test]
+fn a_stall_names_its_suspect_children() {
+    let stalled = &stalled_with(Arc::new(WedgedGrep));
     assert_eq!(stalled.field("children"), Some("1"));
     assert_eq!(
         stalled.field("suspects"),
@@ -459,17 +464,7 @@ impl watchdog_core::ChildProbe for TwoChildren {
 // R3.1 / R5.5: several suspects are listed in order, comma-separated.
 #[test]
 fn a_stall_lists_several_suspects_in_order() {
-    let cap = capture(TracingSink::new(), |g| {
-        let profile = Profile::default()
-            .idle(5 * SECOND)
-            .terminate_after(0)
-            .heartbeat_interval(None);
-        let t = g.start_process("harness", profile, 100).unwrap();
-        t.set_children_probe(Arc::new(TwoChildren));
-        g.advance(5 * SECOND);
-        t.finish_completed();
-    });
-    let stalled = &cap.of("stalled")[0];
+    let stalled = &stalled_with(Arc::new(TwoChildren));
     assert_eq!(stalled.field("children"), Some("2"));
     assert_eq!(
         stalled.field("suspects"),
