@@ -37,6 +37,7 @@ enum Wrapper {
 /// One wrapped run in a fresh directory: the wrapper, its stdout as lines,
 /// its stderr in a file (a leftover may hold a pipe open for a minute).
 struct Run {
+    wrapper: Wrapper,
     dir: tempfile::TempDir,
     child: Child,
     stdout: Option<BufReader<ChildStdout>>,
@@ -99,6 +100,7 @@ impl Run {
             .unwrap_or_else(|e| panic!("cannot start {wrapper:?}: {e}"));
         let stdout = piped.then(|| BufReader::new(child.stdout.take().unwrap()));
         Run {
+            wrapper,
             dir,
             child,
             stdout,
@@ -137,7 +139,8 @@ impl Run {
             let _ = self.child.kill();
             let _ = self.child.wait();
             panic!(
-                "the wrapper did not exit within {BOUND:?}: {}",
+                "the {:?} wrapper did not exit within {BOUND:?}: {}",
+                self.wrapper,
                 self.stderr()
             );
         }
