@@ -685,6 +685,38 @@ fn slow_agent_in_worker_mode_blocks_nothing() {
     assert!(obs.len() <= 4, "queued updates should be folded: {obs:#?}");
 }
 
+/// Runs `sh -c script` as task `name`, watched by `monitor` as `command`
+/// with the lines it prints as the output tail, until it exits; the task
+/// is left for the caller to finish.
+fn run_watched(
+    guard: &Guard,
+    monitor: &MonitorSink,
+    (name, command): (&str, &str),
+    profile: Profile,
+    script: &str,
+) -> (TaskHandle, std::process::ExitStatus) {
+    let mut child = Command::new("sh")
+        .args(["-c", script])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let task = guard.start_process(name, profile, child.id()).unwrap();
+    let output: Arc<Mutex<Vec<u8>>> = Arc::default();
+    let tail = Arc::clone(&output);
+    monitor.watch(
+        task.id(),
+        MonitorTarget::new(command, move || tail.lock().clone()),
+    );
+    let rec = task.recorder();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap() + "\n";
+        output.lock().extend_from_slice(line.as_bytes());
+        rec.output(line.len() as u64, 1);
+    }
+    let status = child.wait().unwrap();
+    (task, status)
+}
+
 // R6.6 on a real clock with a real process: the poller drives updates while
 // output flows and the summary names the real exit code. Only generous,
 // non-timing assertions.
@@ -695,35 +727,13 @@ fn real_process_is_monitored_on_a_real_clock() {
         .build()
         .unwrap();
     let guard = Guard::builder().sink(monitor.clone()).build();
-    let mut child = Command::new("sh")
-        .args([
-            "-c",
-            "for i in 1 2 3 4 5 6 7 8; do echo \"step $i token=abc$i\"; sleep 0.25; done; exit 4",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let task = guard
-        .start_process(
-            "sh-steps",
-            Profile::default().long_running_after(MS(500)),
-            child.id(),
-        )
-        .unwrap();
-    let output: Arc<Mutex<Vec<u8>>> = Arc::default();
-    let tail = Arc::clone(&output);
-    monitor.watch(
-        task.id(),
-        MonitorTarget::new("sh -c 'for i in …'", move || tail.lock().clone()),
+    let (task, status) = run_watched(
+        &guard,
+        &monitor,
+        ("sh-steps", "sh -c 'for i in …'"),
+        Profile::default().long_running_after(MS(500)),
+        "for i in 1 2 3 4 5 6 7 8; do echo \"step $i token=abc$i\"; sleep 0.25; done; exit 4",
     );
-    let rec = task.recorder();
-    let reader = BufReader::new(child.stdout.take().unwrap());
-    for line in reader.lines() {
-        let line = line.unwrap() + "\n";
-        output.lock().extend_from_slice(line.as_bytes());
-        rec.output(line.len() as u64, 1);
-    }
-    let status = child.wait().unwrap();
     task.finish(Outcome::Failed, status.code(), None).unwrap();
     assert!(guard.flush(SECS(10)));
     assert!(monitor.flush(SECS(10)));
@@ -1058,36 +1068,15 @@ fn the_poller_keeps_updating_between_guard_events() {
     .build()
     .unwrap();
     let guard = Guard::builder().sink(monitor.clone()).build();
-    let mut child = Command::new("sh")
-        .args([
-            "-c",
-            "for i in $(seq 1 22); do echo step $i; sleep 0.2; done",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let task = guard
-        .start_process(
-            "polled",
-            Profile::default()
-                .long_running_after(MS(100))
-                .heartbeat_interval(None),
-            child.id(),
-        )
-        .unwrap();
-    let output: Arc<Mutex<Vec<u8>>> = Arc::default();
-    let tail = Arc::clone(&output);
-    monitor.watch(
-        task.id(),
-        MonitorTarget::new("steps", move || tail.lock().clone()),
+    let (task, status) = run_watched(
+        &guard,
+        &monitor,
+        ("polled", "steps"),
+        Profile::default()
+            .long_running_after(MS(100))
+            .heartbeat_interval(None),
+        "for i in $(seq 1 22); do echo step $i; sleep 0.2; done",
     );
-    let rec = task.recorder();
-    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
-        let line = line.unwrap() + "\n";
-        output.lock().extend_from_slice(line.as_bytes());
-        rec.output(line.len() as u64, 1);
-    }
-    let status = child.wait().unwrap();
     let updates = calls
         .lock()
         .iter()
