@@ -375,6 +375,71 @@ fn a_flood_of_heartbeats_is_all_counted() {
     assert_eq!(socket.heartbeats(), 2000);
 }
 
+/// A handler that does nothing: a caught signal, not an ignored one, is
+/// what makes a blocking `poll(2)` return `EINTR`.
+extern "C" fn caught(_: libc::c_int) {}
+
+/// The serving threads of this process (all named `stallguard-notify`,
+/// which the kernel's 15-byte `comm` cuts to `stallguard-noti`).
+fn notify_threads() -> Vec<libc::pid_t> {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|tid: &libc::pid_t| {
+            std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
+                .is_ok_and(|c| c.trim_end() == "stallguard-noti")
+        })
+        .collect()
+}
+
+/// Whether a thread is asleep (state `S`), as the serving thread is only
+/// while it waits in `poll(2)`.
+fn asleep(tid: libc::pid_t) -> bool {
+    std::fs::read_to_string(format!("/proc/self/task/{tid}/stat"))
+        .ok()
+        .and_then(|s| Some(s[s.rfind(')')? + 2..].starts_with('S')))
+        .unwrap_or(false)
+}
+
+#[test]
+fn a_signal_caught_on_the_serving_thread_does_not_stop_it() {
+    // R5.4 and R10.5 (fail closed only on real failure): poll(2) returns
+    // EINTR whenever a caught signal lands on its thread, SA_RESTART or not.
+    // That is no failure: the thread must wait again and go on serving.
+    // SAFETY: installs a handler that does nothing, for a signal no other
+    // test in this binary uses.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = caught as extern "C" fn(libc::c_int) as usize;
+        libc::sigemptyset(&mut action.sa_mask);
+        assert_eq!(
+            libc::sigaction(libc::SIGUSR1, &action, std::ptr::null_mut()),
+            0
+        );
+    }
+    let (guard, _rec) = guard();
+    let task = guard.start("eintr", quiet(Profile::default())).unwrap();
+    let socket = NotifySocket::bind_temp(task.recorder()).unwrap();
+    heartbeat(&socket);
+    for round in 0..3 {
+        let threads = notify_threads();
+        assert!(!threads.is_empty(), "no stallguard-notify thread");
+        for tid in threads {
+            // Bounded: a serving thread goes back to sleep in poll(2) at once.
+            for _ in 0..2000 {
+                if asleep(tid) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            // SAFETY: tgkill on a thread of this process, with a caught signal.
+            unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, libc::SIGUSR1) };
+        }
+        heartbeat(&socket);
+        assert_eq!(socket.heartbeats(), round + 2);
+    }
+}
+
 #[test]
 fn socket_is_owner_only_and_removed_on_drop() {
     // R6.5's rule for control sockets applies here too: owner-only.
