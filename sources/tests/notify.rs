@@ -440,6 +440,58 @@ fn a_signal_caught_on_the_serving_thread_does_not_stop_it() {
     }
 }
 
+/// Times a thread of this process slept and was woken (voluntary and
+/// involuntary context switches), from `/proc/self/task/TID/status`.
+fn context_switches(tid: libc::pid_t) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).ok()?;
+    let field = |key: &str| -> Option<u64> {
+        status
+            .lines()
+            .find(|l| l.starts_with(key))?
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()
+    };
+    Some(field("voluntary_ctxt_switches:")? + field("nonvoluntary_ctxt_switches:")?)
+}
+
+#[test]
+fn an_idle_socket_costs_no_wake_ups() {
+    // R5.4 and R9.3 (no busy work while nothing happens): the serving thread
+    // waits in poll(2) with no timeout, so a socket no one writes to wakes it
+    // for nothing. A timeout of a millisecond would still pass every other
+    // test while waking the thread a thousand times a second. Counted, not
+    // timed: the idle stretch only gives a spinning thread room to show.
+    let (guard, _rec) = guard();
+    let task = guard.start("idle", quiet(Profile::default())).unwrap();
+    let before = notify_threads();
+    let _socket = NotifySocket::bind_temp(task.recorder()).unwrap();
+    let mut ours = Vec::new();
+    for _ in 0..2000 {
+        ours = notify_threads();
+        ours.retain(|tid| !before.contains(tid));
+        if ours.iter().any(|&tid| asleep(tid)) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(!ours.is_empty(), "binding started no stallguard-notify thread");
+    let start: Vec<_> = ours.iter().map(|&t| (t, context_switches(t))).collect();
+    std::thread::sleep(Duration::from_millis(300));
+    // Other tests of this binary bind sockets too, and theirs may be busy:
+    // the quietest of the new threads is ours, asleep all along.
+    let fewest = start
+        .iter()
+        .filter_map(|&(tid, was)| Some(context_switches(tid)? - was?))
+        .min()
+        .expect("the serving thread's /proc status is readable");
+    assert!(
+        fewest < 30,
+        "an idle notify socket's thread woke {fewest} times in 300 ms"
+    );
+}
+
 #[test]
 fn socket_is_owner_only_and_removed_on_drop() {
     // R6.5's rule for control sockets applies here too: owner-only.
