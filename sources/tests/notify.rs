@@ -392,13 +392,42 @@ fn notify_threads() -> Vec<libc::pid_t> {
         .collect()
 }
 
-/// Whether a thread is asleep (state `S`), as the serving thread is only
-/// while it waits in `poll(2)`.
+/// Whether a thread is asleep (state `S`), as the serving thread is
+/// while it waits in `poll(2)` (and, for a moment, on a lock).
 fn asleep(tid: libc::pid_t) -> bool {
     std::fs::read_to_string(format!("/proc/self/task/{tid}/stat"))
         .ok()
         .and_then(|s| Some(s[s.rfind(')')? + 2..].starts_with('S')))
         .unwrap_or(false)
+}
+
+/// Whether a thread is asleep in `poll(2)` itself, from the system call
+/// it is blocked in (`/proc/self/task/TID/syscall`). Asleep alone is not
+/// enough: a thread asleep on a lock restarts its futex wait after a
+/// caught signal, and the signal then tests nothing.
+fn asleep_in_poll(tid: libc::pid_t) -> bool {
+    let calls: &[libc::c_long] = &[
+        #[cfg(target_arch = "x86_64")]
+        libc::SYS_poll,
+        libc::SYS_ppoll,
+    ];
+    asleep(tid)
+        && std::fs::read_to_string(format!("/proc/self/task/{tid}/syscall"))
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse::<libc::c_long>().ok())
+            .is_some_and(|nr| calls.contains(&nr))
+}
+
+/// Whether a signal is pending for one thread (the `SigPnd` mask of
+/// `/proc/self/task/TID/status`); a thread that is gone has none.
+fn pending(tid: libc::pid_t, signal: libc::c_int) -> bool {
+    std::fs::read_to_string(format!("/proc/self/task/{tid}/status"))
+        .ok()
+        .and_then(|s| {
+            let mask = s.lines().find_map(|l| l.strip_prefix("SigPnd:"))?;
+            u64::from_str_radix(mask.trim(), 16).ok()
+        })
+        .is_some_and(|mask| mask & (1 << (signal - 1)) != 0)
 }
 
 #[test]
@@ -419,22 +448,53 @@ fn a_signal_caught_on_the_serving_thread_does_not_stop_it() {
     }
     let (guard, _rec) = guard();
     let task = guard.start("eintr", quiet(Profile::default())).unwrap();
+    let before = notify_threads();
     let socket = NotifySocket::bind_temp(task.recorder()).unwrap();
+    // Served once, the serving thread has run and taken its name. Other
+    // tests of this binary may start theirs meanwhile: all new ones are
+    // signalled, ours among them.
     heartbeat(&socket);
+    let mut ours = notify_threads();
+    ours.retain(|tid| !before.contains(tid));
+    assert!(
+        !ours.is_empty(),
+        "binding started no stallguard-notify thread"
+    );
     for round in 0..3 {
-        let threads = notify_threads();
-        assert!(!threads.is_empty(), "no stallguard-notify thread");
-        for tid in threads {
-            // Bounded: a serving thread goes back to sleep in poll(2) at once.
-            for _ in 0..2000 {
-                if asleep(tid) {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(1));
+        let mut signalled = 0;
+        for &tid in &ours {
+            // Bounded: a serving thread goes back to poll(2) at once and
+            // nothing is sent to ours until the signal has landed; another
+            // test's thread may end instead.
+            let in_poll = (0..5000)
+                .find_map(|_| {
+                    if asleep_in_poll(tid) {
+                        return Some(true);
+                    }
+                    if !std::path::Path::new(&format!("/proc/self/task/{tid}")).exists() {
+                        return Some(false);
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                    None
+                })
+                .unwrap_or(false);
+            if in_poll {
+                // SAFETY: tgkill on a thread of this process, with a caught signal.
+                unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, libc::SIGUSR1) };
+                signalled += 1;
+                // Until the thread has taken the signal: a datagram that
+                // reached the socket first would make poll(2) return it,
+                // not EINTR, and the handler would run on the way out.
+                let taken = (0..5000).any(|_| {
+                    !pending(tid, libc::SIGUSR1) || {
+                        std::thread::sleep(Duration::from_millis(1));
+                        false
+                    }
+                });
+                assert!(taken, "thread {tid} never took its signal");
             }
-            // SAFETY: tgkill on a thread of this process, with a caught signal.
-            unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, libc::SIGUSR1) };
         }
+        assert!(signalled > 0, "no new serving thread waited in poll(2)");
         heartbeat(&socket);
         assert_eq!(socket.heartbeats(), round + 2);
     }
@@ -476,7 +536,10 @@ fn an_idle_socket_costs_no_wake_ups() {
         }
         std::thread::sleep(Duration::from_millis(1));
     }
-    assert!(!ours.is_empty(), "binding started no stallguard-notify thread");
+    assert!(
+        !ours.is_empty(),
+        "binding started no stallguard-notify thread"
+    );
     let start: Vec<_> = ours.iter().map(|&t| (t, context_switches(t))).collect();
     std::thread::sleep(Duration::from_millis(300));
     // Other tests of this binary bind sockets too, and theirs may be busy:
