@@ -363,6 +363,8 @@ fn status_text_is_bounded_and_cleaned() {
         task.status().unwrap().last_step.as_deref(),
         Some("red  [31mtext ")
     );
+    // Each STATUS= is counted, the long one and the cleaned one alike.
+    assert_eq!(socket.stats().statuses, 2);
 }
 
 #[test]
