@@ -442,6 +442,94 @@ fn outsiders_are_read_again_only_when_the_pid_counter_passes_them() {
 }
 
 #[test]
+fn the_pid_counter_passing_forward_and_wrapping_round_decides_which_outsiders_are_read() {
+    // R9.4's cost cut, both ways the counter can move. Between two samples
+    // the kernel handed out the pids in (before, now], or, once it wrapped
+    // round, those above `before` and those up to `now`: only an outsider
+    // in that range can have been reused, so only it is read again. The
+    // counter's own pid at the last sample was seen then and is not.
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&fixture(), dir.path());
+    let at = |pid: u32, ppid: u32, start: u64| {
+        let line =
+            format!("{pid} (p{pid}) S {ppid} 0 0 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 {start} 0 0\n");
+        std::fs::create_dir_all(dir.path().join(pid.to_string())).unwrap();
+        std::fs::write(dir.path().join(pid.to_string()).join("stat"), line).unwrap();
+    };
+    let counter = |pid: u32| {
+        let line = format!("0.00 0.00 0.00 1/90 {pid}\n");
+        std::fs::write(dir.path().join("loadavg"), line).unwrap();
+    };
+    let mut table = ProcTable::at(dir.path()).walk_only();
+    let mut pids = || -> Vec<u32> {
+        let mut p: Vec<_> = table
+            .sample(100)
+            .unwrap()
+            .children
+            .iter()
+            .map(|c| c.pid)
+            .collect();
+        p.sort_unstable();
+        p
+    };
+    at(250, 1, 4000);
+    at(300, 1, 4100);
+    counter(106);
+    assert_eq!(pids(), [101, 102, 103, 105]);
+
+    // Forward, 106 -> 250: 200 and 250 are in the range and read again
+    // (200 is now a child of the root); 106, the counter's last pid, is not.
+    at(106, 100, 8000);
+    at(200, 100, 7000);
+    counter(250);
+    assert_eq!(pids(), [101, 102, 103, 105, 200]);
+
+    // Wrapped, 250 -> 150: 300 (above 250) and 106 (up to 150) are read;
+    // 250, the counter's last pid, is not, though it is a child now too.
+    at(250, 100, 9000);
+    at(300, 100, 9100);
+    counter(150);
+    assert_eq!(pids(), [101, 102, 103, 105, 106, 200, 300]);
+}
+
+#[test]
+fn a_children_list_longer_than_the_read_buffer_is_read_to_its_end() {
+    // R5.5, R9.4: a fork server or a build with hundreds of children lists
+    // them in one file, longer than the table's first 1 KiB read; the
+    // children named last are found too (here after 300 that are gone).
+    let dir = fixture_with_children_lists();
+    let gone: String = (5000..5300).map(|p| format!("{p} ")).collect();
+    write(
+        dir.path().join("100/task/100/children"),
+        &format!("{gone}101 104 "),
+    );
+    let followed = ProcTable::at(dir.path()).sample(100).unwrap();
+    let walked = ProcTable::at(dir.path()).walk_only().sample(100).unwrap();
+    assert_eq!(followed.descendants, 4);
+    assert_eq!(followed.children, walked.children);
+}
+
+#[test]
+fn a_table_does_not_hand_its_proc_directory_to_children() {
+    // R5.5: a ProcTable holds `/proc` open between samples, for the life
+    // of a supervised run; a command spawned meanwhile (the wrapped command
+    // itself, under `stallguard run`) must not inherit that descriptor.
+    let mut table = ProcTable::new();
+    table.sample(std::process::id()).unwrap();
+    let out = Command::new("ls")
+        .args(["-l", "/proc/self/fd"])
+        .output()
+        .unwrap();
+    let listing = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{listing}");
+    assert!(
+        !listing.lines().any(|l| l.ends_with("-> /proc")),
+        "a child inherited /proc:\n{listing}"
+    );
+    drop(table);
+}
+
+#[test]
 fn absurd_counters_saturate_instead_of_panicking() {
     let dir = tempfile::tempdir().unwrap();
     let max = u64::MAX;
