@@ -72,15 +72,19 @@ fn a_truncated_or_replaced_file_starts_over_from_zero() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("app.log");
     append(&path, b"0123456789");
-    let (_guard, _rec, task) = setup("truncate");
+    let (guard, _rec, task) = setup("truncate");
     let mut g = FileGrowth::new(&path, task.recorder());
     g.poll().unwrap();
     // `: > app.log` then a short write: shorter than before, all new.
     fs::write(&path, b"abc").unwrap();
     assert_eq!(g.poll().unwrap(), Change::Restarted(3));
-    // Truncated to nothing: a restart with no output.
+    // Truncated to nothing: a restart with no output, so no output signal
+    // (the last one stays the write of 10 ms ago).
+    guard.advance(Duration::from_millis(10));
     fs::File::create(&path).unwrap();
     assert_eq!(g.poll().unwrap(), Change::Restarted(0));
+    let last = task.last_signal(SignalKind::Output).unwrap();
+    assert_eq!(last.age, Duration::from_millis(10));
     append(&path, b"xy");
     assert_eq!(g.poll().unwrap(), Change::Grew(2));
     // Rotation: a new file renamed over the old one, even a longer one.
@@ -104,6 +108,20 @@ fn a_directory_is_an_error_that_names_it() {
     let err = g.poll().unwrap_err();
     assert!(matches!(err, FileError::NotAFile(_)));
     assert!(err.to_string().contains(&*dir.path().to_string_lossy()));
+}
+
+#[test]
+fn a_path_that_cannot_be_looked_at_is_an_error_not_a_missing_file() {
+    // R5.7: only "no such file" means the file is not there yet; a path
+    // through a regular file (ENOTDIR) is a mistake to report, naming it.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("plain");
+    append(&file, b"x");
+    let path = file.join("log.txt");
+    let (_guard, _rec, task) = setup("notdir");
+    let err = FileGrowth::new(&path, task.recorder()).poll().unwrap_err();
+    assert!(matches!(err, FileError::Stat { .. }), "{err:?}");
+    assert!(err.to_string().contains(&*path.to_string_lossy()), "{err}");
 }
 
 #[test]

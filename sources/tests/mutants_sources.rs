@@ -425,3 +425,38 @@ fn a_kernel_without_syscall_files_says_so() {
         ]
     );
 }
+
+// R5.7: "errors are logged once until a poll succeeds again": a watched
+// path that is a directory for three polls, a file for one, then a
+// directory again gives exactly two warnings (kills the issue-26 mutants
+// of FileGrowth::run's `reported_error` guard: always true warned on every
+// failed poll, false or a deleted `!` never warned).
+#[tokio::test(start_paused = true)]
+async fn a_failing_file_poll_is_warned_about_once_per_stretch_of_failures() {
+    use stallguard_sources::file::FileGrowth;
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_max_level(tracing::Level::WARN)
+        .with_ansi(false)
+        .finish();
+    // This thread's only: the test's runtime runs the poller here too.
+    let _default = tracing::subscriber::set_default(subscriber);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("watched");
+    std::fs::create_dir(&path).unwrap();
+    let (_guard, task) = owner();
+    let poller = tokio::spawn(FileGrowth::new(&path, task.recorder()).run(Duration::from_secs(1)));
+    // Polls at 0, 1 and 2 s fail; the one at 3 s succeeds; 4 and 5 s fail.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    std::fs::remove_dir(&path).unwrap();
+    std::fs::write(&path, b"now a file").unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    std::fs::remove_file(&path).unwrap();
+    std::fs::create_dir(&path).unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    poller.abort();
+    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert_eq!(text.matches("file growth poll failed").count(), 2, "{text}");
+}
