@@ -382,6 +382,83 @@ fn fixture_second_sample_has_deltas_and_a_reused_pid_starts_over() {
     );
 }
 
+/// A copy of the fixture tree, and a way to rewrite part of one of its
+/// stat lines (`from` must occur in it).
+fn fixture_copy() -> (tempfile::TempDir, impl Fn(u32, &str, &str)) {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&fixture(), dir.path());
+    let root = dir.path().to_path_buf();
+    let edit = move |pid: u32, from: &str, to: &str| {
+        let path = root.join(pid.to_string()).join("stat");
+        let line = std::fs::read_to_string(&path).unwrap();
+        assert!(line.contains(from), "{from:?} not in {line:?}");
+        std::fs::write(&path, line.replacen(from, to, 1)).unwrap();
+    };
+    (dir, edit)
+}
+
+#[test]
+fn a_periodic_sample_asks_only_the_suspects_what_they_are_blocked_on() {
+    // R5.5 and R8.13: a periodic sample asks what a process is blocked on
+    // only of a suspect (in D state, or asleep with no CPU since the last
+    // sample); a look taken for a verdict asks every process. The fixture
+    // has no `syscall` files, so an asked process is described as such.
+    let (dir, edit) = fixture_copy();
+    let mut table = ProcTable::at(dir.path());
+    let asked = |sample: &stallguard_sources::procs::TreeSample| -> Vec<u32> {
+        let root = sample.root.iter();
+        let mut p: Vec<u32> = root
+            .chain(&sample.children)
+            .filter(|c| c.blocked_on.is_some())
+            .map(|c| c.pid)
+            .collect();
+        p.sort_unstable();
+        p
+    };
+    // First sample, no CPU known yet: only grep, in D state.
+    assert_eq!(asked(&table.sample(100).unwrap()), [101]);
+    // grep (D) and 102 used CPU; bash, the root, used none: a suspect.
+    edit(101, " 40 25 ", " 140 25 ");
+    edit(102, " 0 0 0 0 20 ", " 5 0 0 0 20 ");
+    assert_eq!(asked(&table.sample(100).unwrap()), [100, 101]);
+    // A look asks everyone that can be blocked (not the zombie 103 or the
+    // stopped 105).
+    assert_eq!(asked(&table.peek(100).unwrap()), [100, 101, 102]);
+    // Without blocked-on, no one is asked, even by a look.
+    let look = ProcTable::at(dir.path())
+        .without_blocked_on()
+        .peek(100)
+        .unwrap();
+    assert_eq!((look.descendants, asked(&look)), (4, vec![]));
+}
+
+#[test]
+fn a_child_gone_since_the_last_sample_is_not_counted_twice() {
+    // R5.11: the shell 103 used 2 ticks and exits; its parent grep reaps it
+    // and its children times grow by those 2 ticks. They were counted when
+    // 103 was sampled: the tree used nothing new.
+    let (dir, edit) = fixture_copy();
+    let mut table = ProcTable::at(dir.path());
+    table.sample(100).unwrap();
+    std::fs::remove_dir_all(dir.path().join("103")).unwrap();
+    edit(101, " 40 25 0 0 20 ", " 40 25 2 0 20 ");
+    assert_eq!(table.sample(100).unwrap().cpu_delta_ms, Some(0));
+}
+
+#[test]
+fn a_table_moved_to_another_root_starts_over() {
+    // R5.5: what samples of one tree learned (who is outside it, the pid
+    // counter, CPU totals) says nothing about another tree: 100's children
+    // were all outsiders of 200's tree, and the counter did not move.
+    let (dir, _) = fixture_copy();
+    std::fs::write(dir.path().join("loadavg"), "0.00 0.00 0.00 1/90 300\n").unwrap();
+    let mut table = ProcTable::at(dir.path());
+    assert!(table.sample(200).unwrap().children.is_empty());
+    let sample = table.sample(100).unwrap();
+    assert_eq!(names(&sample.children).len(), 4);
+    assert_eq!(sample.cpu_delta_ms, None, "no earlier sample of this tree");
+}
+
 #[test]
 fn outsiders_are_read_again_only_when_the_pid_counter_passes_them() {
     // The cost cut of ProcTable: a pid outside the tree is not re-read until
