@@ -375,3 +375,31 @@ fn token_key(hasher: &RandomState, token: &Value) -> Option<u64> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use watchdog_core::{Guard, ManualClock, Profile};
+
+    #[test]
+    fn the_eviction_order_stays_within_twice_the_cap_however_many_tokens_pass() {
+        // R5.8 (bounded memory): ten times the cap of tokens that
+        // come and go leave the queue no longer than its compaction point.
+        let guard = Guard::builder().clock(ManualClock::new()).build();
+        let task = guard.start("order", Profile::default()).unwrap();
+        let mut mcp = McpProgress::new(task.recorder());
+        let mut longest = 0;
+        for i in 0..10 * MAX_TOKENS {
+            let token = Value::from(i);
+            let message = serde_json::json!({
+                "jsonrpc": "2.0",
+                "method": "notifications/progress",
+                "params": {"progressToken": token, "progress": 1.0},
+            });
+            assert_eq!(mcp.feed_value(&message), Ok(Step::Renewed));
+            assert!(mcp.forget(&token));
+            longest = longest.max(mcp.order.len());
+        }
+        assert!(longest <= 2 * MAX_TOKENS, "{longest}");
+    }
+}

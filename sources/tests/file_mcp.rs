@@ -258,6 +258,53 @@ fn past_the_cap_the_oldest_token_is_evicted_never_a_new_one_refused() {
     assert!(mcp.forget(&serde_json::json!(1)));
 }
 
+#[test]
+fn a_token_retired_and_seen_again_is_young_not_the_oldest() {
+    // R5.8: eviction takes the oldest live token. Token 0 is retired, then
+    // comes back after 1023 others: it is now the youngest, so the next new
+    // token evicts 1, and 0 keeps its last value.
+    let (_guard, _rec, task) = setup("seen-again");
+    let mut mcp = McpProgress::new(task.recorder());
+    assert_eq!(mcp.feed(&progress("0", 5.0)), Ok(Step::Renewed));
+    assert!(mcp.forget(&serde_json::json!(0)));
+    for i in 1..MAX_TOKENS {
+        assert_eq!(mcp.feed(&progress(&i.to_string(), 1.0)), Ok(Step::Renewed));
+    }
+    assert_eq!(mcp.feed(&progress("0", 5.0)), Ok(Step::Renewed));
+    assert_eq!(mcp.feed(&progress("\"new\"", 1.0)), Ok(Step::Renewed));
+    assert_eq!(mcp.feed(&progress("0", 3.0)), Err(McpRejection::NotRising));
+    assert!(!mcp.forget(&serde_json::json!(1)), "1 was the oldest");
+}
+
+#[test]
+fn after_many_retired_tokens_the_oldest_live_one_is_still_evicted_first() {
+    // R5.8: 1100 tokens that come and go (each retired at once) between
+    // 1024 that stay push the eviction order past its compaction point;
+    // what is compacted away are the retired ones, so the live tokens keep
+    // their age: the oldest (1; 0 made way for the first passer-by) goes
+    // first, a younger one stays.
+    let (_guard, _rec, task) = setup("churn");
+    let mut mcp = McpProgress::new(task.recorder());
+    for i in 0..MAX_TOKENS {
+        assert_eq!(mcp.feed(&progress(&i.to_string(), 5.0)), Ok(Step::Renewed));
+    }
+    for i in 0..1100 {
+        let key = (100_000 + i).to_string();
+        assert_eq!(mcp.feed(&progress(&key, 1.0)), Ok(Step::Renewed));
+        assert!(mcp.forget(&serde_json::json!(100_000 + i)));
+    }
+    assert_eq!(mcp.tokens(), MAX_TOKENS - 1);
+    assert_eq!(mcp.feed(&progress("200000", 1.0)), Ok(Step::Renewed));
+    assert_eq!(mcp.feed(&progress("200001", 1.0)), Ok(Step::Renewed));
+    assert_eq!(mcp.tokens(), MAX_TOKENS);
+    assert!(!mcp.forget(&serde_json::json!(1)), "1 was the oldest");
+    assert_eq!(
+        mcp.feed(&progress("200000", 0.5)),
+        Err(McpRejection::NotRising)
+    );
+    assert_eq!(mcp.feed(&progress("2", 4.0)), Err(McpRejection::NotRising));
+}
+
 fn request(id: u64, token: &str) -> String {
     format!(
         r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"probe","arguments":{{}},"_meta":{{"progressToken":{token}}}}}}}"#
