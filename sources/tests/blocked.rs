@@ -346,6 +346,48 @@ fn an_event_loop_waiting_on_a_connection_itself_is_named_as_it_is() {
 }
 
 #[test]
+fn a_main_thread_reading_a_pipe_is_named_though_a_thread_waits_on_tcp() {
+    // R8.13: only an event loop's wait (epoll, poll, select) yields to a
+    // thread on a TCP stream; a main thread in a plain read says why it is
+    // silent itself.
+    let server = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = server.local_addr().unwrap().port();
+    let mut g = Group::python(&format!(
+        "import os, socket, threading; r, w = os.pipe(); \
+         s = socket.create_connection(('127.0.0.1', {port})); \
+         t = threading.Thread(target=lambda: s.recv(1), daemon=True); t.start(); \
+         print('ready', flush=True); os.read(r, 1)"
+    ));
+    let (_conn, _) = server.accept().unwrap();
+    g.ready();
+    let py = blocked(g.pid(), "python3", "reading a pipe");
+    let text = py.blocked_on.unwrap();
+    assert!(!text.contains("(thread "), "{text}");
+}
+
+#[test]
+fn of_two_worker_threads_in_read_the_first_is_named_tcp_or_not() {
+    // R8.13: where the main thread waits in a lock, the first worker with
+    // the weightiest wait is named (here a pipe read, started first); a
+    // later thread on a TCP stream does not displace it: that rule is the
+    // event loop's only.
+    let server = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = server.local_addr().unwrap().port();
+    let mut g = Group::python(&format!(
+        "import os, socket, threading; r, w = os.pipe(); \
+         s = socket.create_connection(('127.0.0.1', {port})); \
+         a = threading.Thread(target=lambda: os.read(r, 1)); a.start(); \
+         b = threading.Thread(target=lambda: s.recv(1), daemon=True); b.start(); \
+         print('ready', flush=True); a.join()"
+    ));
+    let (_conn, _) = server.accept().unwrap();
+    g.ready();
+    let py = blocked(g.pid(), "python3", "reading a pipe");
+    let text = py.blocked_on.unwrap();
+    assert!(text.contains("(thread "), "{text}");
+}
+
+#[test]
 fn names_from_the_file_system_are_escaped() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("evil\x1b[2J");

@@ -433,6 +433,37 @@ fn a_periodic_sample_asks_only_the_suspects_what_they_are_blocked_on() {
 }
 
 #[test]
+fn outside_a_system_call_a_running_process_is_on_a_cpu_and_a_sleeping_one_is_not() {
+    // R8.13: `/proc/PID/syscall` says `running` or `-1 SP PC` for a task
+    // that is in no system call; only one in state R is running on a CPU,
+    // one asleep there (a page fault, say) is blocked outside a call.
+    let (dir, edit) = fixture_copy();
+    edit(102, ") S 100 ", ") R 100 ");
+    std::fs::write(dir.path().join("102/syscall"), "running\n").unwrap();
+    std::fs::write(
+        dir.path().join("100/syscall"),
+        "-1 0x7ffc9d2e0 0x7f3a1b2c0\n",
+    )
+    .unwrap();
+    let look = ProcTable::at(dir.path()).peek(100).unwrap();
+    let on = |pid: u32| {
+        let all = look.root.iter().chain(&look.children);
+        all.clone()
+            .find(|c| c.pid == pid)
+            .unwrap()
+            .blocked_on
+            .clone()
+            .unwrap()
+    };
+    assert_eq!(on(102), "running on a CPU");
+    assert!(
+        on(100).starts_with("blocked outside a system call"),
+        "{}",
+        on(100)
+    );
+}
+
+#[test]
 fn a_child_gone_since_the_last_sample_is_not_counted_twice() {
     // R5.11: the shell 103 used 2 ticks and exits; its parent grep reaps it
     // and its children times grow by those 2 ticks. They were counted when
