@@ -576,6 +576,22 @@ pub(super) mod tests {
         assert!(raw >= 0, "{}", std::io::Error::last_os_error());
         // SAFETY: `raw` is a fresh descriptor nothing else owns.
         let sock = unsafe { OwnedFd::from_raw_fd(raw) };
+        // Reading past the kernel's answer fails after 10 s, not never.
+        let wait = libc::timeval {
+            tv_sec: 10,
+            tv_usec: 0,
+        };
+        // SAFETY: setsockopt(2) reads `wait` for its length.
+        let set = unsafe {
+            libc::setsockopt(
+                sock.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVTIMEO,
+                (&wait as *const libc::timeval).cast(),
+                std::mem::size_of_val(&wait) as libc::socklen_t,
+            )
+        };
+        assert_eq!(set, 0, "{}", std::io::Error::last_os_error());
         let mut header_only = request(SOCK_DIAG_BY_FAMILY, libc::AF_INET as u8, 1);
         header_only.truncate(16);
         header_only[0..4].copy_from_slice(&16u32.to_ne_bytes());
