@@ -236,3 +236,33 @@ fn a_descriptor_copy_and_the_socket_dump_count_alike() {
     assert_eq!(copies.sample(&pids).unwrap(), Some(0));
     assert_eq!(dump.sample(&pids).unwrap(), Some(0));
 }
+
+// R5.11: a socket out of sight (held by no process sampled) is remembered
+// for three samples: seen again, it counts what it received since it was
+// last read. After four it is forgotten and counts in full, as a new
+// socket would (kills the issue-26 mutants of NetMeter::sample's
+// FORGET_AFTER comparison).
+#[test]
+fn a_socket_out_of_sight_is_remembered_for_three_samples() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut client = Client::spawn(listener.local_addr().unwrap().port());
+    assert_eq!(client.said(), "connected");
+    let mut conn = accept(&listener);
+    let pids = [client.child.id()];
+    let mut meter = NetMeter::new();
+    conn.write_all(&[b'x'; 100]).unwrap();
+    client.wait_total(100);
+    assert_eq!(meter.sample(&pids).unwrap(), None);
+    for _ in 0..3 {
+        assert_eq!(meter.sample(&[]).unwrap(), Some(0));
+    }
+    conn.write_all(&[b'x'; 10]).unwrap();
+    client.wait_total(110);
+    assert_eq!(meter.sample(&pids).unwrap(), Some(10), "remembered");
+    for _ in 0..4 {
+        assert_eq!(meter.sample(&[]).unwrap(), Some(0));
+    }
+    conn.write_all(&[b'x'; 10]).unwrap();
+    client.wait_total(120);
+    assert_eq!(meter.sample(&pids).unwrap(), Some(120), "forgotten");
+}

@@ -244,10 +244,109 @@ fn tcp_bytes_of(pidfd: &OwnedFd, fd: i32) -> io::Result<Option<u64>> {
             &mut len,
         )
     };
-    let len = len as usize;
-    if ok != 0 || len < BYTES_RECEIVED + 8 {
+    if ok != 0 {
         return Ok(None);
     }
-    let bytes = &info[BYTES_RECEIVED..BYTES_RECEIVED + 8];
-    Ok(Some(u64::from_ne_bytes(bytes.try_into().expect("8 bytes"))))
+    // What the kernel wrote; short of the count before Linux 4.1.
+    let bytes = info
+        .get(..len as usize)
+        .and_then(|written| written.get(BYTES_RECEIVED..BYTES_RECEIVED + 8));
+    Ok(bytes.map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes"))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::net::tests::without_netlink;
+    use super::*;
+
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::os::unix::fs::MetadataExt;
+    use std::os::unix::net::UnixStream;
+
+    /// A loopback connection whose client end received `n` bytes.
+    fn connection(n: usize) -> (TcpStream, TcpStream) {
+        let server = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = TcpStream::connect(server.local_addr().unwrap()).unwrap();
+        let (mut conn, _) = server.accept().unwrap();
+        conn.write_all(&vec![1; n]).unwrap();
+        client.read_exact(&mut vec![0; n]).unwrap();
+        (client, conn)
+    }
+
+    // R5.11: a descriptor of a living process is read through a copy: a
+    // TCP socket's count, nothing for a Unix socket (kills the issue-26
+    // mutants of pidfd_open and tcp_bytes_of that lose the pidfd or the
+    // copy, or read a Unix socket).
+    #[test]
+    fn a_copy_of_a_descriptor_reads_a_tcp_sockets_count() {
+        let (client, _server) = connection(1000);
+        let (unix, _peer) = UnixStream::pair().unwrap();
+        let me = pidfd_open(std::process::id()).expect("a pidfd of this process");
+        assert_eq!(tcp_bytes_of(&me, client.as_raw_fd()).unwrap(), Some(1000));
+        assert_eq!(tcp_bytes_of(&me, unix.as_raw_fd()).unwrap(), None);
+    }
+
+    // R5.11: a descriptor closed since it was listed reads as nothing; a
+    // process that is gone refuses the copy, an error, so its sockets are
+    // looked up in the dump instead (kills the issue-26 mutant of
+    // tcp_bytes_of that swaps the two).
+    #[test]
+    fn a_closed_descriptor_is_nothing_and_a_process_gone_an_error() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("60")
+            .stdin(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let pidfd = pidfd_open(child.id()).expect("a pidfd of the child");
+        let got = tcp_bytes_of(&pidfd, 9999); // sleep holds 0, 1 and 2
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(got.unwrap(), None, "descriptor 9999");
+        let got = tcp_bytes_of(&pidfd, 0);
+        assert_eq!(got.unwrap_err().raw_os_error(), Some(libc::ESRCH));
+    }
+
+    // R5.11: a meter reads the sockets a process holds through copies and
+    // does not need the kernel's socket table: it works where netlink is
+    // refused (kills the issue-26 mutants of read_held and pidfd_open that
+    // send a TCP or a Unix socket, or every socket, to the dump).
+    #[test]
+    fn a_meter_reads_held_sockets_without_the_socket_table() {
+        let (client, _server) = connection(10);
+        let (unix, _peer) = UnixStream::pair().unwrap();
+        let got = without_netlink(|| {
+            let me = [std::process::id()];
+            let mut meter = NetMeter::new();
+            (
+                meter.sample(&me).map_err(|e| e.to_string()),
+                meter.sample(&me).map_err(|e| e.to_string()),
+            )
+        });
+        if let Some((baseline, next)) = got {
+            assert_eq!(baseline, Ok(None));
+            assert!(matches!(next, Ok(Some(_))), "{next:?}");
+        }
+        drop((client, unix));
+    }
+
+    // R5.11: a dump-only meter reads the kernel's socket table, and fails
+    // where netlink is refused (kills the issue-26 mutant of dump_only).
+    #[test]
+    fn a_dump_only_meter_needs_the_socket_table() {
+        let (client, _server) = connection(10);
+        let got = without_netlink(|| {
+            NetMeter::new()
+                .dump_only()
+                .sample(&[std::process::id()])
+                .map_err(|e| e.raw_os_error())
+        });
+        if let Some(got) = got {
+            assert_eq!(got, Err(Some(libc::EACCES)));
+        }
+        let inode = std::fs::metadata(format!("/proc/self/fd/{}", client.as_raw_fd()))
+            .unwrap()
+            .ino();
+        assert!(tcp_bytes_received().unwrap().contains_key(&inode));
+    }
 }
