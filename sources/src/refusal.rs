@@ -132,3 +132,26 @@ pub enum Step {
     /// nothing renewed, nothing counted.
     Ignored,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::Rejection;
+    use watchdog_core::{Guard, ManualClock, Profile};
+
+    // R10.6: a key's count is what the task counted under it, and 0 for a key
+    // never refused (kills the issue-26 mutants that make count 0 or 1).
+    #[test]
+    fn count_reads_the_tasks_count_of_one_key() {
+        let guard = Guard::builder().clock(ManualClock::new()).build();
+        let task = guard.start("turn", Profile::default()).unwrap();
+        let recorder = task.recorder();
+        assert_eq!(count(&recorder, "args.empty_delta"), 0);
+        refuse(&recorder, Rejection::EmptyDelta);
+        refuse(&recorder, Rejection::EmptyDelta);
+        refuse(&recorder, Rejection::InvalidJson);
+        assert_eq!(count(&recorder, "args.empty_delta"), 2);
+        assert_eq!(count(&recorder, "args.invalid_json"), 1);
+        assert_eq!(count(&recorder, "args.block_closed"), 0);
+    }
+}

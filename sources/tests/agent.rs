@@ -350,3 +350,183 @@ fn background_reports_not_applied_are_counted_on_the_task() {
     );
     assert!(stream.background().is_empty());
 }
+
+// R5.10: `--stream` and the config name a format by these words, and every
+// name reads back as its format (kills the issue-26 mutants of Format::name,
+// its Display and FromStr, which only doctests saw).
+#[test]
+fn format_names_read_back_as_their_format() {
+    let names: Vec<String> = Format::ALL.iter().map(Format::to_string).collect();
+    assert_eq!(names, ["claude-code", "codex", "gemini", "qwen"]);
+    for f in Format::ALL {
+        assert_eq!(f.name().parse::<Format>(), Ok(f));
+    }
+    let e = "cursor".parse::<Format>().unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "unknown stream format `cursor`, expected one of claude-code, codex, gemini, qwen"
+    );
+}
+
+// R5.10, R5.1: a stream made without `counting_output` (as `stallguard run`
+// makes it, counting bytes in its own pump) reports no output of its own
+// (kills the issue-26 mutant of AgentStream::feed's `&&`).
+#[test]
+fn a_stream_not_counting_output_reports_none() {
+    let (_guard, _rec, task) = setup();
+    let mut stream = AgentStream::new(Format::Codex, task.recorder());
+    stream.feed(fixture("codex/exec_sample.jsonl").as_bytes());
+    assert_eq!(stream.counts().events, 8);
+    let s = task.status().unwrap();
+    assert_eq!((s.total_bytes, s.total_lines), (0, 0));
+}
+
+/// A Gemini `tool_use` line of exactly `len` bytes (without its newline).
+fn tool_use_line_of(id: &str, len: usize) -> Vec<u8> {
+    let head = format!(
+        r#"{{"type":"tool_use","tool_id":"{id}","tool_name":"write_file","parameters":{{"content":""#
+    );
+    let tail = "\"}}";
+    let mut line = head.into_bytes();
+    line.resize(len - tail.len(), b'x');
+    line.extend_from_slice(tail.as_bytes());
+    assert_eq!(line.len(), len);
+    line
+}
+
+// R5.10: MAX_EVENT_LINE is the longest line parsed: a line of exactly that
+// many bytes is an event, one byte more is plain output, also when the whole
+// line comes in one read (kills the issue-26 mutants of AgentStream::feed's
+// bound, `>` to `>=` and `+` to `*`).
+#[test]
+fn a_line_of_max_event_line_bytes_is_an_event_and_one_more_byte_is_plain() {
+    let (_guard, _rec, task) = setup();
+    let mut stream = AgentStream::new(Format::Gemini, task.recorder());
+    let mut line = tool_use_line_of("t1", MAX_EVENT_LINE);
+    line.push(b'\n');
+    stream.feed(&line);
+    let c = stream.counts();
+    assert_eq!((c.events, c.oversized, c.tools_started), (1, 0, 1));
+    let mut line = tool_use_line_of("t2", MAX_EVENT_LINE + 1);
+    line.push(b'\n');
+    stream.feed(&line);
+    let c = stream.counts();
+    assert_eq!(
+        (c.events, c.oversized, c.plain, c.tools_started),
+        (1, 1, 1, 1)
+    );
+    assert_eq!(task.last_call().unwrap().id, "t1");
+}
+
+fn parse(format: Format, line: &str) -> Vec<AgentEvent<'static>> {
+    let v: &'static serde_json::Value = Box::leak(Box::new(serde_json::from_str(line).unwrap()));
+    let mut out = Vec::new();
+    format.parse(v, &mut out);
+    out
+}
+
+// R5.10: text from the model is text: Claude Code's `text`, `thinking` and
+// `redacted_thinking` blocks, Codex's `agent_message` and `reasoning` items;
+// a user prompt echoed as a plain string is a known line with no signal
+// (kills the issue-26 mutants that drop those match arms).
+#[test]
+fn model_text_is_text_and_an_echoed_prompt_is_a_known_line() {
+    let text = parse(
+        Format::ClaudeCode,
+        r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"s"},{"type":"redacted_thinking","data":"x"},{"type":"text","text":"Done."}]}}"#,
+    );
+    assert_eq!(text, [AgentEvent::Text, AgentEvent::Text, AgentEvent::Text]);
+    let echoed = r#"{"type":"user","message":{"role":"user","content":"<local-command-stdout>Compacted </local-command-stdout>"}}"#;
+    assert_eq!(parse(Format::ClaudeCode, echoed), [AgentEvent::Other]);
+    let (_guard, _rec, task) = setup();
+    let mut stream = AgentStream::new(Format::ClaudeCode, task.recorder());
+    stream.feed(format!("{echoed}\n").as_bytes());
+    assert_eq!((stream.counts().events, stream.counts().plain), (1, 0));
+    for line in fixture("codex/exec_sample.jsonl").lines() {
+        if line.contains("\"reasoning\"") || line.contains("\"agent_message\"") {
+            assert_eq!(parse(Format::Codex, line), [AgentEvent::Text], "{line}");
+        }
+    }
+}
+
+// R5.10, R8.1: a Codex MCP call is shown by its tool's name; a collab call's
+// `tool` is an enum word, and an MCP call with an empty `tool` names none, so
+// both are shown by the item's kind (kills the issue-26 mutants of
+// codex::item's `!t.is_empty() && kind == "mcp_tool_call"`).
+#[test]
+fn codex_names_an_mcp_call_by_its_tool_and_others_by_their_kind() {
+    let started = |item: &str| {
+        parse(
+            Format::Codex,
+            &format!(r#"{{"type":"item.started","item":{item}}}"#),
+        )
+    };
+    assert_eq!(
+        started(
+            r#"{"id":"item_1","type":"mcp_tool_call","server":"docs","tool":"search","arguments":{"q":"x"},"status":"in_progress"}"#
+        ),
+        [AgentEvent::ToolStarted {
+            id: "item_1",
+            name: "search",
+            detail: None
+        }]
+    );
+    assert_eq!(
+        started(
+            r#"{"id":"item_2","type":"mcp_tool_call","server":"docs","tool":"","arguments":{},"status":"in_progress"}"#
+        ),
+        [AgentEvent::ToolStarted {
+            id: "item_2",
+            name: "mcp_tool_call",
+            detail: None
+        }]
+    );
+    assert_eq!(
+        started(
+            r#"{"id":"item_3","type":"collab_tool_call","tool":"spawn_agent","sender_thread_id":"t0","receiver_thread_ids":[],"prompt":"look","status":"in_progress"}"#
+        ),
+        [AgentEvent::ToolStarted {
+            id: "item_3",
+            name: "collab_tool_call",
+            detail: None
+        }]
+    );
+}
+
+// R5.10, R5.3: a Gemini `tool_result` with `status: error` finishes its call
+// as an error, `success` as a success (kills the issue-26 mutant of
+// gemini::parse's `!= Some("error")`).
+#[test]
+fn gemini_tool_result_status_is_the_calls_outcome() {
+    let (_guard, _rec, task) = setup();
+    let mut stream = AgentStream::new(Format::Gemini, task.recorder());
+    let lines = fixture("gemini/real_shell_sleep.jsonl");
+    let mut lines = lines.lines();
+    for l in lines.by_ref() {
+        stream.feed(format!("{l}\n").as_bytes());
+        if l.contains("\"tool_result\"") {
+            break;
+        }
+    }
+    assert_eq!(
+        task.last_call().unwrap().outcome,
+        Some(CallOutcome::Success)
+    );
+    stream.feed(b"{\"type\":\"tool_use\",\"tool_id\":\"t2\",\"tool_name\":\"read_file\",\"parameters\":{\"file_path\":\"/nope\"}}\n{\"type\":\"tool_result\",\"tool_id\":\"t2\",\"status\":\"error\",\"output\":\"\",\"error\":{\"type\":\"file_not_found\",\"message\":\"no such file\"}}\n");
+    let call = task.last_call().unwrap();
+    assert_eq!(
+        (call.id.as_str(), call.outcome),
+        ("t2", Some(CallOutcome::Error))
+    );
+}
+
+// R8.1: a call's name is cut to MAX_CALL_ID bytes on a character boundary,
+// never past it, when the bound falls inside a multibyte character (kills
+// the issue-26 mutants of names::cut_bytes's `end -= 1`).
+#[test]
+fn a_multibyte_name_is_cut_below_the_byte_bound_on_a_character_boundary() {
+    use stallguard_sources::agent::call_name;
+    let name = call_name(&"€".repeat(100), None); // 300 bytes, 3 per char
+    assert_eq!(name, "€".repeat(watchdog_core::MAX_CALL_ID / 3));
+    assert_eq!(name.len(), 255);
+}

@@ -639,3 +639,321 @@ fn fifty_thousand_repeated_fragments_renew_to_the_last_delta_in_ordered_mode() {
         panic!("{e}");
     }
 }
+
+// R5.2: the tracker says its freshness mode, which blocks are open and how
+// many (kills the issue-26 mutants of ArgumentTracker::freshness, is_open and
+// open_blocks, and of BlockSet::count, which only doctests saw).
+#[test]
+fn the_tracker_reports_its_mode_and_its_open_blocks() {
+    let (_guard, _rec, task) = setup("accessors");
+    assert_eq!(
+        ArgumentTracker::new(task.recorder()).freshness(),
+        Freshness::Ordered
+    );
+    let mut t = ArgumentTracker::with_freshness(task.recorder(), Freshness::Deduplicated);
+    assert_eq!(t.freshness(), Freshness::Deduplicated);
+    t.message_start(1).unwrap();
+    for (i, id) in ["call_0", "call_1", "call_2"].into_iter().enumerate() {
+        t.block_start(i as u64, id, "bash").unwrap();
+    }
+    t.block_stop(1).unwrap();
+    assert_eq!(t.open_blocks(), 2);
+    let open: Vec<bool> = (0..4).map(|i| t.is_open(i)).collect();
+    assert_eq!(open, [true, false, true, false]);
+    t.message_end();
+    assert_eq!((t.open_blocks(), t.is_open(0)), (0, false));
+}
+
+// R10.6: the task's `args.` refusals iterate in declaration order with their
+// counts, and print by key (kills the issue-26 mutant that makes
+// RejectionCounts::iter empty).
+#[test]
+fn rejection_counts_iterate_the_reasons_counted() {
+    let (_guard, _rec, task) = setup("counts");
+    let mut t = ArgumentTracker::new(task.recorder());
+    t.message_start(1).unwrap();
+    t.block_start(0, "call_0", "bash").unwrap();
+    assert_eq!(t.delta(0, ""), Err(Rejection::EmptyDelta));
+    assert_eq!(t.delta(0, ""), Err(Rejection::EmptyDelta));
+    assert_eq!(t.delta(5, "x"), Err(Rejection::BlockNotAnnounced));
+    let counts = t.rejections();
+    let seen: Vec<_> = counts.iter().collect();
+    assert_eq!(
+        seen,
+        [
+            (Rejection::BlockNotAnnounced, 1),
+            (Rejection::EmptyDelta, 2)
+        ]
+    );
+    assert_eq!(
+        format!("{counts:?}"),
+        r#"{"args.block_not_announced": 1, "args.empty_delta": 2}"#
+    );
+}
+
+fn rs_created(id: &str) -> String {
+    format!(
+        r#"{{"type":"response.created","response":{{"id":"{id}","object":"response","status":"in_progress","output":[]}},"sequence_number":0}}"#
+    )
+}
+
+fn rs_added(index: u64) -> String {
+    format!(
+        r#"{{"type":"response.output_item.added","item":{{"id":"fc_{index}","type":"function_call","status":"in_progress","arguments":"","call_id":"call_{index}","name":"get_weather"}},"output_index":{index},"sequence_number":1}}"#
+    )
+}
+
+fn rs_delta(index: u64) -> String {
+    format!(
+        r#"{{"type":"response.function_call_arguments.delta","delta":"{{\"city\"","item_id":"fc_{index}","output_index":{index},"sequence_number":2}}"#
+    )
+}
+
+fn rs_args_done(index: u64) -> String {
+    format!(
+        r#"{{"type":"response.function_call_arguments.done","arguments":"{{\"city\":\"Paris\"}}","item_id":"fc_{index}","output_index":{index},"sequence_number":3}}"#
+    )
+}
+
+fn rs_item_done(index: u64) -> String {
+    format!(
+        r#"{{"type":"response.output_item.done","item":{{"id":"fc_{index}","type":"function_call","status":"completed","arguments":"{{\"city\":\"Paris\"}}","call_id":"call_{index}","name":"get_weather"}},"output_index":{index},"sequence_number":4}}"#
+    )
+}
+
+// R5.9, R5.2: in the Responses API, `function_call_arguments.done` closes
+// its block and `output_item.done` closes one still open (and is ignored
+// for one already closed); no delta renews a closed block (kills the
+// issue-26 mutants that drop those two arms of ResponsesStream::dispatch and
+// make ArgumentTracker::is_open false).
+#[test]
+fn responses_done_events_close_the_block() {
+    use stallguard_sources::args::responses::ResponsesStream;
+    let (_guard, _rec, task) = setup("responses-done");
+    let mut s = ResponsesStream::new(task.recorder());
+    assert_eq!(s.feed(&rs_created("resp_1")), Ok(Step::Tracked));
+    assert_eq!(s.feed(&rs_added(0)), Ok(Step::Tracked));
+    assert_eq!(s.feed(&rs_delta(0)), Ok(Step::Renewed));
+    assert_eq!(s.feed(&rs_args_done(0)), Ok(Step::Tracked));
+    assert_eq!(s.feed(&rs_delta(0)), Err(Rejection::BlockClosed));
+    assert_eq!(s.feed(&rs_item_done(0)), Ok(Step::Ignored));
+    // An item whose arguments' `done` was lost closes with the item.
+    assert_eq!(s.feed(&rs_added(1)), Ok(Step::Tracked));
+    assert_eq!(s.feed(&rs_delta(1)), Ok(Step::Renewed));
+    assert_eq!(s.feed(&rs_item_done(1)), Ok(Step::Tracked));
+    assert_eq!(s.feed(&rs_delta(1)), Err(Rejection::BlockClosed));
+    assert_eq!(s.tracker().open_blocks(), 0);
+}
+
+// R5.9: `response.completed`, `response.failed`, `response.incomplete` and
+// `error` each end the generation, and so does the runner's turn_end (kills
+// the issue-26 mutants that drop the terminal arm of
+// ResponsesStream::dispatch and make its turn_end a no-op).
+#[test]
+fn responses_terminal_events_and_turn_end_end_the_generation() {
+    use stallguard_sources::args::responses::ResponsesStream;
+    let (_guard, _rec, task) = setup("responses-end");
+    let mut s = ResponsesStream::new(task.recorder());
+    let terminal = [
+        r#"{"type":"response.completed","response":{"id":"resp_1","object":"response","status":"completed"},"sequence_number":5}"#,
+        r#"{"type":"response.failed","response":{"id":"resp_2","object":"response","status":"failed","error":{"code":"server_error","message":"x"}},"sequence_number":5}"#,
+        r#"{"type":"response.incomplete","response":{"id":"resp_3","object":"response","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"}},"sequence_number":5}"#,
+        r#"{"type":"error","code":"server_error","message":"The server had an error","param":null,"sequence_number":5}"#,
+    ];
+    for (n, end) in terminal.into_iter().enumerate() {
+        assert_eq!(
+            s.feed(&rs_created(&format!("resp_{}", n + 1))),
+            Ok(Step::Tracked)
+        );
+        assert_eq!(s.feed(&rs_added(0)), Ok(Step::Tracked));
+        assert_eq!(s.feed(end), Ok(Step::Tracked), "{end}");
+        assert!(!s.tracker().is_active(), "{end}");
+        assert_eq!(s.feed(&rs_delta(0)), Err(Rejection::NoActiveGeneration));
+    }
+    assert_eq!(s.feed(&rs_created("resp_5")), Ok(Step::Tracked));
+    assert_eq!(s.feed(&rs_added(0)), Ok(Step::Tracked));
+    s.turn_end();
+    assert!(!s.tracker().is_active());
+    assert_eq!(s.feed(&rs_delta(0)), Err(Rejection::NoActiveGeneration));
+    // The runner may retry the same response after dropping it.
+    assert_eq!(s.feed(&rs_created("resp_5")), Ok(Step::Tracked));
+}
+
+// R5.9: the same response created twice while it is active is refused; a
+// response created while another is active (its terminal event lost) ends
+// the old one and starts (kills the issue-26 mutants of dispatch's
+// `self.current == Some(id) && self.tracker.is_active()`).
+#[test]
+fn responses_created_again_is_refused_and_another_response_moves_on() {
+    use stallguard_sources::args::responses::ResponsesStream;
+    let (_guard, _rec, task) = setup("responses-created");
+    let mut s = ResponsesStream::new(task.recorder());
+    assert_eq!(s.feed(&rs_created("resp_1")), Ok(Step::Tracked));
+    assert_eq!(s.feed(&rs_added(0)), Ok(Step::Tracked));
+    assert_eq!(
+        s.feed(&rs_created("resp_1")),
+        Err(Rejection::GenerationActive)
+    );
+    assert_eq!(s.feed(&rs_delta(0)), Ok(Step::Renewed));
+    assert_eq!(s.feed(&rs_created("resp_2")), Ok(Step::Tracked));
+    assert_eq!(s.feed(&rs_delta(0)), Err(Rejection::BlockNotAnnounced));
+}
+
+fn gm(response: Option<&str>, part: &str) -> String {
+    let id = response.map_or(String::new(), |r| format!(r#","responseId":"{r}""#));
+    format!(
+        r#"{{"candidates":[{{"content":{{"role":"model","parts":[{part}]}}}}],"modelVersion":"gemini-3.1-pro-preview"{id}}}"#
+    )
+}
+
+const GM_CALL: &str = r#"{"functionCall":{"name":"getWeather","willContinue":true}}"#;
+const GM_ARGS: &str = r#"{"functionCall":{"partialArgs":[{"jsonPath":"$.location","stringValue":"Boston","willContinue":true}],"willContinue":true}}"#;
+
+// R5.9: a chunk of another `responseId` starts a new response, whose call
+// must be announced again; a `responseId` first seen mid-response names the
+// current one (kills the issue-26 mutants of GeminiStream::begin's
+// `id != cur` guard and `(Some(id), None)` arm).
+#[test]
+fn gemini_another_response_id_starts_a_new_response() {
+    use stallguard_sources::args::gemini::GeminiStream;
+    let (_guard, _rec, task) = setup("gemini-ids");
+    let mut s = GeminiStream::new(task.recorder());
+    assert_eq!(s.feed(&gm(Some("r1"), GM_CALL)), Ok(Step::Tracked));
+    assert_eq!(s.feed(&gm(Some("r1"), GM_ARGS)), Ok(Step::Renewed));
+    assert_eq!(
+        s.feed(&gm(Some("r2"), GM_ARGS)),
+        Err(Rejection::BlockNotAnnounced)
+    );
+    assert_eq!(s.feed(&gm(Some("r2"), GM_CALL)), Ok(Step::Tracked));
+    assert_eq!(s.feed(&gm(Some("r2"), GM_ARGS)), Ok(Step::Renewed));
+    assert_eq!(s.tracker().open_blocks(), 1);
+    // No id first, then one: that id is the response's own.
+    let mut s = GeminiStream::new(task.recorder());
+    assert_eq!(s.feed(&gm(None, GM_CALL)), Ok(Step::Tracked));
+    assert_eq!(s.feed(&gm(Some("r1"), GM_ARGS)), Ok(Step::Renewed));
+    assert_eq!(s.feed(&gm(Some("r1"), GM_ARGS)), Ok(Step::Renewed));
+    assert_eq!(
+        s.feed(&gm(Some("r2"), GM_ARGS)),
+        Err(Rejection::BlockNotAnnounced)
+    );
+}
+
+// R5.9: the runner's turn_end drops the response and the call it streamed:
+// its next argument part announces nothing (kills the issue-26 mutant that
+// makes GeminiStream::turn_end a no-op).
+#[test]
+fn gemini_turn_end_drops_the_call_being_streamed() {
+    use stallguard_sources::args::gemini::GeminiStream;
+    let (_guard, _rec, task) = setup("gemini-turn-end");
+    let mut s = GeminiStream::new(task.recorder());
+    assert_eq!(s.feed(&gm(Some("r1"), GM_CALL)), Ok(Step::Tracked));
+    s.turn_end();
+    assert!(!s.tracker().is_active());
+    assert_eq!(
+        s.feed(&gm(Some("r1"), GM_ARGS)),
+        Err(Rejection::BlockNotAnnounced)
+    );
+}
+
+// R5.9: a candidate other than index 0 is refused and starts nothing; index
+// 0 said outright is read (kills the issue-26 mutant of GeminiStream::apply's
+// `json_index(index)? != 0` guard).
+#[test]
+fn gemini_candidates_other_than_index_zero_are_refused() {
+    use stallguard_sources::args::gemini::GeminiStream;
+    let (_guard, _rec, task) = setup("gemini-candidates");
+    let mut s = GeminiStream::new(task.recorder());
+    let with_index = |i: u64| {
+        format!(
+            r#"{{"candidates":[{{"content":{{"role":"model","parts":[{GM_CALL}]}},"index":{i}}}],"responseId":"r1"}}"#
+        )
+    };
+    assert_eq!(s.feed(&with_index(1)), Err(Rejection::UnsupportedChoice));
+    assert!(!s.tracker().is_active());
+    assert_eq!(s.feed(&with_index(0)), Ok(Step::Tracked));
+    assert_eq!(s.tracker().open_blocks(), 1);
+}
+
+// R5.2: three responses within one real `created` second get rising message
+// timestamps (kills the issue-26 mutant of OpenAiStream::new_message's
+// `ts % PER_SECOND`, which small test seconds hid).
+#[test]
+fn openai_responses_within_one_real_second_all_start() {
+    let (_guard, _rec, task) = setup("real-second");
+    let mut s = OpenAiStream::new(task.recorder());
+    for id in ["chatcmpl-a", "chatcmpl-b", "chatcmpl-c"] {
+        assert_eq!(
+            s.feed(&oa_start(id, 1770764938, "call_1")),
+            Ok(Step::Tracked),
+            "{id}"
+        );
+        assert_eq!(
+            s.feed(&oa_args(id, 1770764938, "{\"x\"")),
+            Ok(Step::Renewed),
+            "{id}"
+        );
+    }
+}
+
+// R5.2, R10.2: `created` is read from 0 up to the last second that leaves
+// room for the per-second counter; below 0 it is negative, from
+// i64::MAX / 65536 on it is refused, never an overflow (kills the issue-26
+// mutants of timestamp's bounds).
+#[test]
+fn openai_created_is_read_within_its_bounds() {
+    let (_guard, _rec, task) = setup("created-bounds");
+    let first = |created: &str| {
+        let chunk = oa_start("chatcmpl-a", 0, "call_1")
+            .replace(r#""created":0"#, &format!(r#""created":{created}"#));
+        OpenAiStream::new(task.recorder()).feed(&chunk)
+    };
+    let last = i64::MAX / 65536;
+    assert_eq!(first("0"), Ok(Step::Tracked));
+    assert_eq!(first("-1"), Err(Rejection::NegativeTimestamp));
+    assert_eq!(first(&(last - 1).to_string()), Ok(Step::Tracked));
+    assert_eq!(first(&last.to_string()), Err(Rejection::BadTimestamp));
+    assert_eq!(first(&i64::MAX.to_string()), Err(Rejection::BadTimestamp));
+    assert_eq!(first(&u64::MAX.to_string()), Err(Rejection::BadTimestamp));
+    // The last second still takes a second response in it.
+    let mut s = OpenAiStream::new(task.recorder());
+    assert_eq!(
+        s.feed(&oa_start("chatcmpl-a", last - 1, "call_1")),
+        Ok(Step::Tracked)
+    );
+    assert_eq!(
+        s.feed(&oa_start("chatcmpl-b", last - 1, "call_1")),
+        Ok(Step::Tracked)
+    );
+}
+
+fn oa_entries(id: &str, entries: &str) -> String {
+    oa_chunk(
+        id,
+        1769088854,
+        &format!(r#"{{"content":null,"tool_calls":[{entries}]}}"#),
+        "null",
+    )
+}
+
+// R5.9: without `index` (Mistral, Gemini's OpenAI-compatible endpoint), an
+// entry with a new id announces the next block, and an entry repeating the
+// last call's id continues it (kills the issue-26 mutants of
+// OpenAiStream::tool_call's `id == last` guard and of
+// OpenAiStream::arguments).
+#[test]
+fn openai_entries_without_index_announce_by_new_id_and_continue_by_the_same() {
+    let (_guard, _rec, task) = setup("no-index");
+    let mut s = OpenAiStream::new(task.recorder());
+    let two = r#"{"id":"call_a","function":{"name":"weather","arguments":"{\"location\": \"Paris\"}"}},{"id":"call_b","function":{"name":"weather","arguments":"{\"location\": \"Rome\"}"}}"#;
+    assert_eq!(s.feed(&oa_entries("resp-1", two)), Ok(Step::Renewed));
+    assert_eq!(s.tracker().open_blocks(), 2);
+    assert_eq!(s.tracker().accepted(), 2);
+    let mut s = OpenAiStream::new(task.recorder());
+    let announce = r#"{"id":"call_1","type":"function","function":{"name":"bash","arguments":""}}"#;
+    let more = r#"{"id":"call_1","type":"function","function":{"arguments":"{\"cmd\""}}"#;
+    assert_eq!(s.feed(&oa_entries("resp-2", announce)), Ok(Step::Tracked));
+    assert_eq!(s.feed(&oa_entries("resp-2", more)), Ok(Step::Renewed));
+    assert_eq!(s.feed(&oa_entries("resp-2", more)), Ok(Step::Renewed));
+    assert_eq!(s.tracker().open_blocks(), 1);
+    assert_eq!(s.tracker().rejections().total(), 0);
+}

@@ -364,3 +364,26 @@ fn refused_reports_are_counted_on_the_owner_by_key() {
         ]
     );
 }
+
+// R5.6: the status words of an end notification read as what they say: the
+// progress words as running, an unknown word as other, neither an end (kills
+// the issue-26 mutant that drops EndStatus::from_wire's running arm).
+#[test]
+fn status_words_read_as_their_status() {
+    let read = |words: &[&str]| -> Vec<EndStatus> {
+        words.iter().map(|w| EndStatus::from_wire(w)).collect()
+    };
+    use EndStatus::*;
+    assert_eq!(read(&["completed", "success"]), [Completed, Completed]);
+    assert_eq!(read(&["failed", "error"]), [Failed, Failed]);
+    assert_eq!(
+        read(&["stopped", "killed", "cancelled"]),
+        [Stopped, Stopped, Stopped]
+    );
+    assert_eq!(
+        read(&["running", "pending", "paused"]),
+        [Running, Running, Running]
+    );
+    assert_eq!(read(&["queued", "", "Completed"]), [Other, Other, Other]);
+    assert!(!Running.is_end() && !Other.is_end());
+}

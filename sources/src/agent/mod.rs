@@ -559,3 +559,29 @@ impl AgentStream {
 fn str_at<'v>(v: &'v Value, key: &str) -> Option<&'v str> {
     v.get(key).and_then(Value::as_str)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use watchdog_core::{Guard, ManualClock, Profile};
+
+    // Bounded memory (R5.10): after a long line the buffer keeps 64 KiB for
+    // the next one, not the largest line seen, and a short line leaves it
+    // alone (kills the issue-26 mutants of end_line's `> 64 * 1024` test and
+    // its `shrink_to(64 * 1024)`).
+    #[test]
+    fn the_line_buffer_shrinks_to_64_kib_after_a_long_line() {
+        let guard = Guard::builder().clock(ManualClock::new()).build();
+        let task = guard.start("agent", Profile::default()).unwrap();
+        let mut stream = AgentStream::new(Format::Gemini, task.recorder());
+        let mut long = vec![b'x'; 1 << 20];
+        long.push(b'\n');
+        stream.feed(&long);
+        assert_eq!(stream.counts().plain, 1);
+        let cap = stream.line.capacity();
+        assert!((64 * 1024..2 * 64 * 1024).contains(&cap), "{cap}");
+        stream.feed(b"{\"type\":\"init\"}\n");
+        assert_eq!(stream.counts().events, 1);
+        assert_eq!(stream.line.capacity(), cap);
+    }
+}
