@@ -411,9 +411,8 @@ impl AgentStream {
         // Keep a modest buffer for the next line, not the largest seen.
         self.line = line;
         self.line.clear();
-        if self.line.capacity() > 64 * 1024 {
-            self.line.shrink_to(64 * 1024);
-        }
+        // A no-op for a buffer already within it.
+        self.line.shrink_to(64 * 1024);
     }
 
     /// Handles one complete line (without its newline).

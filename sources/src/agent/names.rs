@@ -63,12 +63,11 @@ pub fn call_name(name: &str, detail: Option<&str>) -> String {
 
 /// Cuts `s` to at most `max` bytes on a character boundary.
 pub(super) fn cut_bytes(mut s: String, max: usize) -> String {
-    if s.len() > max {
-        let mut end = max;
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        s.truncate(end);
+    // A string within `max` ends on a boundary and is left whole.
+    let mut end = max.min(s.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
     }
+    s.truncate(end);
     s
 }
