@@ -2,10 +2,15 @@
 """Per-shard scores of a whole-crate cargo-mutants run (round-robin, n=10).
 
 usage: shards.py RUN [RERUN ...] [--explained FILE] [--rename OLD_FILE NEW_FILE]
-                 [--rename-fn OLD_FN NEW_FN] [--excluded-re RE]
+                 [--rename-fn OLD_FN NEW_FN] [--gone RE]
 --rename and --rename-fn match a mutant to its re-run where a later commit
 moved its code to another file or function (`... in instant_after` ->
 `... in after`).
+--gone RE names mutants (by their first-run name, with line:col) whose code
+a later commit removed: a simpler form of the code that has no such
+operator. Only a mutant still missed after the re-runs can be gone; it is
+counted in the "gone" column and left out of the score (it no longer
+exists). Each such commit is named in TESTING.md.
 A RUN is a cargo-mutants output folder or a record written by record.py
 (a .tsv in tests/mutants/runs/).
 A mutant's shard is its index in mutants.json modulo 10, which is how
@@ -16,9 +21,9 @@ without line:col), in order.
 import json, re, sys, collections
 args = sys.argv[1:]
 explained = set()
-excluded = None
-if '--excluded-re' in args:
-    i = args.index('--excluded-re'); excluded = re.compile(args[i+1]); del args[i:i+2]
+gone = None
+if '--gone' in args:
+    i = args.index('--gone'); gone = re.compile(args[i+1]); del args[i:i+2]
 fn_renames = []
 while '--rename-fn' in args:
     i = args.index('--rename-fn'); fn_renames.append((args[i+1], args[i+2])); del args[i:i+3]
@@ -62,9 +67,6 @@ by_key = collections.defaultdict(list)
 for i, n in enumerate(mutants):
     by_key[key(n)].append(i)
 state = [first.get(n, 'NotRun') for n in mutants]
-for i, n in enumerate(mutants):
-    if excluded and excluded.search(n) and state[i] == 'MissedMutant':
-        state[i] = 'Excluded'
 KILLS = ('CaughtMutant', 'Timeout', 'Unviable')
 for r in reruns:
     got = collections.defaultdict(list)
@@ -85,6 +87,9 @@ for r in reruns:
         for i, o in pairs:
             if state[i] == 'MissedMutant' and o in KILLS:
                 state[i] = 'Killed' if o != 'Unviable' else 'Unviable'
+for i, n in enumerate(mutants):
+    if gone and gone.search(n) and state[i] == 'MissedMutant':
+        state[i] = 'Gone'
 rows = collections.defaultdict(collections.Counter)
 still = []
 for i, n in enumerate(mutants):
@@ -93,7 +98,7 @@ for i, n in enumerate(mutants):
         s = 'Explained'
     if s == 'MissedMutant': still.append(n)
     rows[i % 10][s] += 1
-print('| shard | mutants | caught | timeout | killed after | unviable | excluded | missed, explained | missed | score | score, explained as unviable |')
+print('| shard | mutants | caught | timeout | killed after | unviable | gone | missed, explained | missed | score | score, explained as unviable |')
 print('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |')
 tot = collections.Counter()
 for k in range(10):
@@ -104,7 +109,7 @@ def line(label, c):
     sc = 100 * good / viable if viable else 100
     sc2 = 100 * good / (viable - c['Explained']) if viable - c['Explained'] else 100
     n = sum(c.values())
-    print(f"| {label} | {n} | {c['CaughtMutant']} | {c['Timeout']} | {c['Killed']} | {c['Unviable']} | {c['Excluded']} | {c['Explained']} | {c['MissedMutant']} | {sc:.1f} % | {sc2:.1f} % |" + (f" ({c['NotRun']} not run)" if c['NotRun'] else ''))
+    print(f"| {label} | {n} | {c['CaughtMutant']} | {c['Timeout']} | {c['Killed']} | {c['Unviable']} | {c['Gone']} | {c['Explained']} | {c['MissedMutant']} | {sc:.1f} % | {sc2:.1f} % |" + (f" ({c['NotRun']} not run)" if c['NotRun'] else ''))
 for k in range(10): line(f'{k}/10', rows[k])
 line('crate', tot)
 print('\nstill missed:'); print('\n'.join(still))
