@@ -855,3 +855,81 @@ fn children_of_every_thread_are_found_both_ways() {
         let _ = child.wait();
     }
 }
+
+// R5.5, R2.6: a sample in which the tree used no CPU records no `cpu`
+// signal, one in which it used a tick does (kills `> with >=` in
+// `Sampling::run`, which took a zero delta for progress).
+#[test]
+fn a_tree_that_used_no_cpu_since_the_last_sample_records_no_cpu_signal() {
+    let (dir, edit) = fixture_copy();
+    let guard = Guard::builder().clock(ManualClock::new()).build();
+    let task = guard.start("idle", Profile::default()).unwrap();
+    let sampler = ProcessSampler::with_table(
+        ProcTable::at(dir.path()),
+        100,
+        Duration::from_secs(60),
+        Some(task.recorder()),
+    )
+    .unwrap();
+    assert!(sampler.sample_now().is_some());
+    assert!(task.last_signal(SignalKind::Cpu).is_none(), "nothing ran");
+    edit(101, " 40 25 ", " 41 25 ");
+    sampler.sample_now();
+    assert!(
+        task.last_signal(SignalKind::Cpu).is_some(),
+        "grep ran a tick"
+    );
+}
+
+// R5.5: dropping the sampler stops its thread and waits for it, so no
+// sample is still reading `/proc` once drop returns (kills the sampler's
+// `Drop` made a no-op and its `!=` made `==`, which left the thread to run
+// on, detached). The thread's next sample is held inside the read of the
+// root's `stat`, here a FIFO, until the test writes the line.
+#[test]
+fn dropping_the_sampler_waits_for_the_sample_under_way() {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let (dir, _) = fixture_copy();
+    let sampler =
+        ProcessSampler::with_table(ProcTable::at(dir.path()), 100, Duration::from_secs(1), None)
+            .unwrap();
+    let stat = dir.path().join("100/stat");
+    let line = std::fs::read_to_string(&stat).unwrap();
+    std::fs::remove_file(&stat).unwrap();
+    nix::unistd::mkfifo(&stat, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    // A FIFO opens for writing without blocking only once a reader has it
+    // open: then the thread is inside its sample.
+    let start = Instant::now();
+    let mut writer = loop {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&stat)
+        {
+            Ok(w) => break w,
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {}
+            Err(e) => panic!("opening the FIFO: {e}"),
+        }
+        assert!(start.elapsed() < WAIT, "the thread never took a sample");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let (done, dropped) = std::sync::mpsc::channel();
+    let dropper = std::thread::spawn(move || {
+        drop(sampler);
+        done.send(()).unwrap();
+    });
+    assert!(
+        dropped.recv_timeout(Duration::from_millis(300)).is_err(),
+        "drop returned while the thread was inside a sample"
+    );
+    // The rest of the sample (and any later one) reads a plain file again.
+    std::fs::remove_file(&stat).unwrap();
+    std::fs::write(&stat, &line).unwrap();
+    writer.write_all(line.as_bytes()).unwrap();
+    drop(writer);
+    dropped
+        .recv_timeout(WAIT)
+        .expect("drop returns once the sample is done");
+    dropper.join().unwrap();
+}
