@@ -4,7 +4,10 @@
 //! socket the peer closed (`CLOSE_WAIT`), a worker thread in `read` while
 //! the main one waits in a lock. Each process says "ready" on its stdout
 //! just before it blocks; the test then samples until the blocking point
-//! shows, a bounded spin with no sleep.
+//! shows, a bounded spin with no sleep. What no real process can be made
+//! to block in on demand (a `connect`, a `fcntl` lock, a `waitid` for one
+//! child, a Unix socket, a thread on TCP behind a listener) is asked of a
+//! fake `/proc` (`FakeProc`), whose text the test writes.
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
@@ -481,4 +484,407 @@ fn a_worker_thread_in_read_outranks_a_sleeping_main_thread() {
     let py = blocked(g.pid(), "python3", "(thread ");
     let text = py.blocked_on.unwrap();
     assert!(text.starts_with("reading a pipe"), "{text}");
+}
+
+// ---- a fake /proc: every blocking call, told apart deterministically ----
+
+/// A `/proc`-shaped tree for `ProcTable::at` (R8.13): processes with a
+/// stat line, a `syscall` file, descriptors as symlinks and the socket
+/// tables, for the calls and targets a test cannot make a real process
+/// block in on demand. Root 100 (`bash`) and its children.
+struct FakeProc {
+    dir: tempfile::TempDir,
+}
+
+/// `/proc/net/tcp`: 127.0.0.1:8080 listening (inode 5001), a connection
+/// 127.0.0.1:40000 -> 127.0.0.1:8080 (5002), one connecting to
+/// 10.0.0.1:80 (5003).
+const FAKE_TCP: &str = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
+   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 5001 1 0 20 4 30 10 -1\n\
+   1: 0100007F:9C40 0100007F:1F90 01 00000000:00000000 00:00000000 00000000     0        0 5002 1 0 20 4 30 10 -1\n\
+   2: 0100007F:9C41 0100000A:0050 02 00000000:00000000 00:00000000 00000000     0        0 5003 1 0 20 4 30 10 -1\n";
+
+/// `/proc/net/unix`: an unnamed socket (7001) and /run/app.sock (7002).
+const FAKE_UNIX: &str = "Num       RefCount Protocol Flags    Type St Inode Path\n\
+    0000000000000000: 00000002 00000000 00000000 0001 03 7001\n\
+    0000000000000000: 00000002 00000000 00010000 0001 01 7002 /run/app.sock\n";
+
+impl FakeProc {
+    fn new() -> FakeProc {
+        let fake = FakeProc {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        fake.write("stat", "btime 1700000000\n");
+        fake.process(100, 1, "bash");
+        fake
+    }
+
+    fn path(&self, rel: &str) -> std::path::PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    fn write(&self, rel: &str, text: &str) {
+        let path = self.path(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    /// A sleeping process `pid`, child of `ppid`, started in pid order.
+    fn process(&self, pid: u32, ppid: u32, comm: &str) {
+        self.write(
+            &format!("{pid}/stat"),
+            &format!(
+                "{pid} ({comm}) S {ppid} {pid} {pid} 0 -1 4194560 120 0 0 0 0 0 0 0 20 0 1 0 {pid} \
+                 9347072 512 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+            ),
+        );
+        self.write(&format!("{pid}/net/tcp"), FAKE_TCP);
+        self.write(&format!("{pid}/net/unix"), FAKE_UNIX);
+    }
+
+    /// Process (or thread) `at` (`PID` or `PID/task/TID`) blocked in
+    /// system call `nr` with these arguments.
+    fn call(&self, at: &str, nr: libc::c_long, args: [u64; 6]) {
+        let args: Vec<String> = args.iter().map(|a| format!("{a:#x}")).collect();
+        self.write(
+            &format!("{at}/syscall"),
+            &format!("{nr} {} 0x7ffd0000 0x7f3a0000\n", args.join(" ")),
+        );
+    }
+
+    /// Descriptor `fd` of `pid` is `link` (as `/proc/PID/fd/N` reads).
+    fn fd(&self, pid: u32, fd: u64, link: &str) {
+        let path = self.path(&format!("{pid}/fd/{fd}"));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(link, path).unwrap();
+    }
+
+    /// What each process of root 100's tree is blocked on, by pid, as a
+    /// verdict's look asks it.
+    fn look(&self) -> std::collections::HashMap<u32, String> {
+        let look = ProcTable::at(self.dir.path()).peek(100).unwrap();
+        look.root
+            .into_iter()
+            .chain(look.children)
+            .filter_map(|c| Some((c.pid, c.blocked_on?)))
+            .collect()
+    }
+}
+
+// R8.13: each blocking call a sampled process can sleep in is named for
+// what it waits on (kills the deleted `futex`, `connect`, signal-wait,
+// `pause` and `open` arms of `Inspector::call`, every mutant of its
+// `fcntl` lock guard, and the deleted `select` arm of `classify`).
+#[test]
+fn each_blocking_call_is_named_for_what_it_waits_on() {
+    let fake = FakeProc::new();
+    let lock = fake.path("lock");
+    std::fs::write(&lock, "").unwrap();
+    let lock = lock.to_str().unwrap();
+    let mut expect: Vec<(u32, String)> = Vec::new();
+    let mut case = |pid: u32, nr: libc::c_long, args: [u64; 6], said: &str| {
+        fake.process(pid, 100, "worker");
+        fake.call(&pid.to_string(), nr, args);
+        fake.fd(pid, 3, lock);
+        fake.fd(pid, 4, "socket:[5003]");
+        expect.push((pid, said.to_owned()));
+    };
+    case(
+        101,
+        libc::SYS_futex,
+        [0x7f00, 0, 2, 0, 0, 0],
+        "waiting on a lock (futex)",
+    );
+    case(
+        102,
+        libc::SYS_connect,
+        [4, 0x7f00, 16, 0, 0, 0],
+        "connecting: TCP 127.0.0.1:40001 -> 10.0.0.1:80 SYN_SENT (connecting)",
+    );
+    case(
+        103,
+        libc::SYS_rt_sigtimedwait,
+        [0x7f00, 0, 0, 8, 0, 0],
+        "waiting for a signal",
+    );
+    // No children: a sigsuspend waits for a signal, not for a child.
+    case(
+        104,
+        libc::SYS_rt_sigsuspend,
+        [0x7f00, 8, 0, 0, 0, 0],
+        "waiting for a signal",
+    );
+    let setlkw = libc::F_SETLKW as u64;
+    let ofd_setlkw = libc::F_OFD_SETLKW as u64;
+    let on_lock = format!("waiting for a lock (fcntl) on the file {lock}");
+    case(105, libc::SYS_fcntl, [3, setlkw, 0x7f00, 0, 0, 0], &on_lock);
+    case(
+        106,
+        libc::SYS_fcntl,
+        [3, ofd_setlkw, 0x7f00, 0, 0, 0],
+        &on_lock,
+    );
+    // F_SETLK does not wait: a fcntl in it is no lock wait.
+    let setlk = libc::F_SETLK as u64;
+    let in_fcntl = format!("in system call {}", libc::SYS_fcntl);
+    case(107, libc::SYS_fcntl, [3, setlk, 0x7f00, 0, 0, 0], &in_fcntl);
+    // A fixture's memory is not read: the path opened is not known.
+    case(
+        108,
+        libc::SYS_openat,
+        [0xffffff9c, 0x7f00, 0, 0, 0, 0],
+        "opening a file",
+    );
+    #[cfg(target_arch = "x86_64")]
+    {
+        case(109, libc::SYS_pause, [0; 6], "waiting for a signal");
+        case(
+            110,
+            libc::SYS_open,
+            [0x7f00, 0, 0, 0, 0, 0],
+            "opening a file",
+        );
+        case(
+            111,
+            libc::SYS_select,
+            [0, 0, 0, 0, 0, 0],
+            "waiting (select) on 0 fds",
+        );
+    }
+    let said = fake.look();
+    for (pid, want) in expect {
+        assert_eq!(said.get(&pid), Some(&want), "process {pid}: {said:#?}");
+    }
+}
+
+// R8.13: a wait for one child names that child, a wait for any child names
+// none when there is none, and a wait for a child that is not there says
+// which (kills the deleted `P_PID` arm of `Inspector::call`, the `==` of
+// `wait_child`'s filter, its deleted no-children arm, and every mutant of
+// the `which > 0` guard that tells the two no-children texts apart).
+#[test]
+fn a_wait_names_the_child_it_waits_for() {
+    let fake = FakeProc::new();
+    fake.process(120, 100, "make");
+    fake.process(121, 120, "sleep");
+    fake.process(122, 120, "cat");
+    fake.call("120", libc::SYS_waitid, [1, 122, 0x7f00, 4, 0, 0]);
+    fake.process(123, 100, "sh");
+    fake.call("123", libc::SYS_wait4, [0, 0x7f00, 0, 0, 0, 0]);
+    fake.process(124, 100, "sh");
+    fake.call("124", libc::SYS_wait4, [555, 0x7f00, 0, 0, 0, 0]);
+    fake.process(125, 100, "sh");
+    fake.call("125", libc::SYS_wait4, [u64::MAX, 0x7f00, 0, 0, 0, 0]);
+    let said = fake.look();
+    assert_eq!(said[&120], "waiting for child cat[122]");
+    assert_eq!(said[&123], "waiting for a child");
+    assert_eq!(said[&124], "waiting for child 555");
+    assert_eq!(said[&125], "waiting for a child");
+}
+
+// R8.13: what a descriptor is: a terminal of each kind, a Unix socket with
+// and without a name, a FIFO with its writer, and the first three of an
+// epoll's many fds (kills the `||` of `Inspector::target`'s terminal test,
+// both mutants of `socket`'s unnamed guard, the `>` of `waiting_on`'s "more"
+// and the deleted `!` of `pipe_holders`, which left FIFOs out).
+#[test]
+fn each_descriptor_is_named_for_what_it_is() {
+    let fake = FakeProc::new();
+    let lock = fake.path("lock");
+    std::fs::write(&lock, "").unwrap();
+    let lock = lock.to_str().unwrap();
+    let read = |pid: u32, fd: u64, link: &str| {
+        fake.process(pid, 100, "reader");
+        fake.fd(pid, fd, link);
+        fake.call(&pid.to_string(), libc::SYS_read, [fd, 0x7f00, 1, 0, 0, 0]);
+    };
+    read(130, 0, "/dev/pts/5");
+    read(131, 0, "/dev/tty1");
+    read(132, 0, "/dev/console");
+    read(133, 4, "socket:[7001]");
+    read(134, 4, "socket:[7002]");
+
+    fake.process(135, 100, "node");
+    for (fd, link) in [
+        (3, lock),
+        (4, "socket:[5002]"),
+        (5, "/dev/pts/5"),
+        (6, "socket:[7001]"),
+    ] {
+        fake.fd(135, fd, link);
+    }
+    fake.write(
+        "135/fdinfo/9",
+        "pos:\t0\nflags:\t02000002\ntfd:        3 events: 19 data: 3\ntfd:        4 events: 19 data: 4\n\
+         tfd:        5 events: 19 data: 5\ntfd:        6 events: 19 data: 6\n",
+    );
+    fake.call("135", libc::SYS_epoll_pwait, [9, 0x7f00, 8, u64::MAX, 0, 8]);
+
+    let feed = fake.path("feed");
+    nix::unistd::mkfifo(&feed, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let feed = feed.to_str().unwrap();
+    read(136, 0, feed);
+    fake.write("136/fdinfo/0", "pos:\t0\nflags:\t0100000\n");
+    fake.process(137, 100, "sh");
+    fake.fd(137, 1, feed);
+    fake.write("137/fdinfo/1", "pos:\t0\nflags:\t0100001\n");
+
+    let said = fake.look();
+    for (pid, tty) in [
+        (130, "/dev/pts/5"),
+        (131, "/dev/tty1"),
+        (132, "/dev/console"),
+    ] {
+        assert_eq!(
+            said[&pid],
+            format!("waiting for input: reading the terminal {tty}")
+        );
+    }
+    assert_eq!(said[&133], "reading an unnamed Unix socket");
+    assert_eq!(said[&134], "reading the Unix socket /run/app.sock");
+    assert_eq!(
+        said[&135],
+        format!(
+            "waiting (epoll) on 4 fds (3: the file {lock}; \
+             4: TCP 127.0.0.1:40000 -> 127.0.0.1:8080 ESTABLISHED; \
+             5: the terminal /dev/pts/5; 1 more)"
+        )
+    );
+    assert_eq!(
+        said[&136],
+        format!("reading the FIFO {feed} written by sh[137]")
+    );
+}
+
+// R8.13: only an event loop's wait on no TCP connection (a listener is
+// none) yields to a thread reading one; a plain read does not (kills
+// `is_multiplexer -> true` and the `+` of `names_tcp_connection`, which
+// read a listener as a connection).
+#[test]
+fn an_event_loop_on_a_listener_yields_to_a_thread_on_a_connection() {
+    let fake = FakeProc::new();
+    fake.process(140, 100, "bun");
+    fake.fd(140, 3, "socket:[5001]");
+    fake.fd(140, 4, "socket:[5002]");
+    fake.write(
+        "140/fdinfo/9",
+        "pos:\t0\ntfd:        3 events: 19 data: 3\n",
+    );
+    fake.call("140", libc::SYS_epoll_pwait, [9, 0x7f00, 8, u64::MAX, 0, 8]);
+    fake.call("140/task/141", libc::SYS_recvfrom, [4, 0x7f00, 1, 0, 0, 0]);
+
+    fake.process(142, 100, "python3");
+    fake.fd(142, 4, "socket:[5002]");
+    fake.fd(142, 5, "pipe:[9001]");
+    fake.call("142", libc::SYS_read, [5, 0x7f00, 1, 0, 0, 0]);
+    fake.call("142/task/143", libc::SYS_recvfrom, [4, 0x7f00, 1, 0, 0, 0]);
+
+    let said = fake.look();
+    assert_eq!(
+        said[&140],
+        "reading TCP 127.0.0.1:40000 -> 127.0.0.1:8080 ESTABLISHED (thread 141)"
+    );
+    assert_eq!(
+        said[&142],
+        "reading a pipe that no other process of the task holds open to be written"
+    );
+}
+
+// R8.13: a fixture's pids are no processes of this machine: their memory
+// is never read, even where a pid is a live one's (kills the first `||` of
+// `Inspector::peek` made `&&`, which read this process's poll array).
+#[test]
+fn a_fixtures_memory_is_never_read() {
+    let fake = FakeProc::new();
+    let me = std::process::id();
+    fake.process(me, 100, "poller");
+    let fds = [
+        libc::pollfd {
+            fd: 3,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: 4,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    let ptr = std::hint::black_box(fds.as_ptr()) as u64;
+    fake.call(&me.to_string(), libc::SYS_ppoll, [ptr, 2, 0, 0, 8, 0]);
+    let said = fake.look();
+    assert_eq!(said[&me], "waiting (poll) on 0 fds");
+    std::hint::black_box(&fds);
+}
+
+// R8.13: a `syscall` file that cannot be read says why (kills `io_reason`
+// returning "" or "xyzzy").
+#[test]
+fn an_unreadable_syscall_file_says_why() {
+    let fake = FakeProc::new();
+    fake.process(150, 100, "odd");
+    std::fs::create_dir_all(fake.path("150/syscall")).unwrap();
+    let said = fake.look();
+    assert_eq!(
+        said[&150],
+        "cannot read /proc/150/syscall (Is a directory (os error 21))"
+    );
+}
+
+// R8.13: a `syscall` file this process may not read (another user's
+// process, where stallguard runs unprivileged) says so in plain words
+// (kills the deleted `PermissionDenied` arm of `io_reason`). Root reads
+// anything, so the look is taken on a thread whose file-system uid is
+// nobody's (setfsuid is per thread and drops the override).
+#[test]
+fn a_syscall_file_it_may_not_read_says_permission_denied() {
+    use std::os::unix::fs::PermissionsExt;
+    let fake = FakeProc::new();
+    fake.process(151, 100, "theirs");
+    fake.write(
+        "151/syscall",
+        "0 0x3 0x7f00 0x1 0x0 0x0 0x0 0x7ffd 0x7f3a\n",
+    );
+    let mode = |rel: &str, m: u32| {
+        std::fs::set_permissions(fake.path(rel), std::fs::Permissions::from_mode(m)).unwrap()
+    };
+    mode("", 0o755);
+    mode("151/syscall", 0o000);
+    let said = std::thread::scope(|s| {
+        s.spawn(|| {
+            // SAFETY: setfsuid changes only this thread's file-system uid.
+            unsafe { libc::setfsuid(65534) };
+            match std::fs::read(fake.path("151/syscall")) {
+                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Some(fake.look()),
+                _ => None,
+            }
+        })
+        .join()
+        .unwrap()
+    });
+    let Some(said) = said else {
+        eprintln!("skipped: this thread reads a mode-000 file even as nobody");
+        return;
+    };
+    assert_eq!(
+        said[&151],
+        "cannot read /proc/151/syscall (permission denied)"
+    );
+}
+
+// R8.13: a `select` over a descriptor past 64 reads the second word of
+// each set (kills `* with +` in `Inspector::select_fds`, which read 10
+// bytes of a 16-byte set and indexed past them).
+#[test]
+fn a_select_on_a_descriptor_past_64_names_it() {
+    let mut g = Group::python(
+        "import os, select; r, w = os.pipe(); os.dup2(r, 100); \
+         print('ready', flush=True); select.select([100], [], [])",
+    );
+    g.ready();
+    let py = blocked(g.pid(), "python3", "select");
+    assert_eq!(
+        py.blocked_on.unwrap(),
+        "waiting (select) on 1 fds (100: a pipe)"
+    );
 }

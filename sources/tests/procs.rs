@@ -16,8 +16,8 @@ use stallguard_sources::procs::{
     MAX_CHILDREN,
 };
 use watchdog_core::{
-    ChildInfo, ChildProbe, EventKind, Guard, ManualClock, ProcState, Profile, RecordingSink,
-    SignalKind,
+    ChildInfo, ChildProbe, EventKind, Guard, KindSet, ManualClock, ProcState, Profile,
+    RecordingSink, SignalKind,
 };
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -854,4 +854,206 @@ fn children_of_every_thread_are_found_both_ways() {
         let _ = child.kill();
         let _ = child.wait();
     }
+}
+
+// R5.5, R2.6: a sample in which the tree used no CPU records no `cpu`
+// signal, one in which it used a tick does (kills `> with >=` in
+// `Sampling::run`, which took a zero delta for progress).
+#[test]
+fn a_tree_that_used_no_cpu_since_the_last_sample_records_no_cpu_signal() {
+    let (dir, edit) = fixture_copy();
+    let guard = Guard::builder().clock(ManualClock::new()).build();
+    let task = guard.start("idle", Profile::default()).unwrap();
+    let sampler = ProcessSampler::with_table(
+        ProcTable::at(dir.path()),
+        100,
+        Duration::from_secs(60),
+        Some(task.recorder()),
+    )
+    .unwrap();
+    assert!(sampler.sample_now().is_some());
+    assert!(task.last_signal(SignalKind::Cpu).is_none(), "nothing ran");
+    edit(101, " 40 25 ", " 41 25 ");
+    sampler.sample_now();
+    assert!(
+        task.last_signal(SignalKind::Cpu).is_some(),
+        "grep ran a tick"
+    );
+}
+
+// R5.5: dropping the sampler stops its thread and waits for it, so no
+// sample is still reading `/proc` once drop returns (kills the sampler's
+// `Drop` made a no-op and its `!=` made `==`, which left the thread to run
+// on, detached). The thread's next sample is held inside the read of the
+// root's `stat`, here a FIFO, until the test writes the line.
+#[test]
+fn dropping_the_sampler_waits_for_the_sample_under_way() {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let (dir, _) = fixture_copy();
+    let sampler =
+        ProcessSampler::with_table(ProcTable::at(dir.path()), 100, Duration::from_secs(1), None)
+            .unwrap();
+    let stat = dir.path().join("100/stat");
+    let line = std::fs::read_to_string(&stat).unwrap();
+    std::fs::remove_file(&stat).unwrap();
+    nix::unistd::mkfifo(&stat, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    // A FIFO opens for writing without blocking only once a reader has it
+    // open: then the thread is inside its sample.
+    let start = Instant::now();
+    let mut writer = loop {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&stat)
+        {
+            Ok(w) => break w,
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {}
+            Err(e) => panic!("opening the FIFO: {e}"),
+        }
+        assert!(start.elapsed() < WAIT, "the thread never took a sample");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let (done, dropped) = std::sync::mpsc::channel();
+    let dropper = std::thread::spawn(move || {
+        drop(sampler);
+        done.send(()).unwrap();
+    });
+    assert!(
+        dropped.recv_timeout(Duration::from_millis(300)).is_err(),
+        "drop returned while the thread was inside a sample"
+    );
+    // The rest of the sample (and any later one) reads a plain file again.
+    std::fs::remove_file(&stat).unwrap();
+    std::fs::write(&stat, &line).unwrap();
+    writer.write_all(line.as_bytes()).unwrap();
+    drop(writer);
+    dropped
+        .recv_timeout(WAIT)
+        .expect("drop returns once the sample is done");
+    dropper.join().unwrap();
+}
+
+/// Everything a subscriber writes, shared with the test.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Refuses this thread (and threads it starts) `pidfd_getfd` and netlink
+/// sockets, as a kernel without them would; `false` where seccomp is not
+/// to be had.
+fn refuse_socket_reads_on_this_thread() -> bool {
+    const fn stmt(code: u32, k: u32) -> libc::sock_filter {
+        libc::sock_filter {
+            code: code as u16,
+            jt: 0,
+            jf: 0,
+            k,
+        }
+    }
+    const fn jeq(k: u32, jf: u8) -> libc::sock_filter {
+        libc::sock_filter {
+            code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
+            jt: 0,
+            jf,
+            k,
+        }
+    }
+    // seccomp_data: the call number at 0, the first argument's low word
+    // at 16 (little-endian) or 20.
+    let arg0 = if cfg!(target_endian = "little") {
+        16
+    } else {
+        20
+    };
+    let load = libc::BPF_LD | libc::BPF_W | libc::BPF_ABS;
+    let filter = [
+        stmt(load, 0),
+        jeq(libc::SYS_pidfd_getfd as u32, 1),
+        stmt(libc::BPF_RET, libc::SECCOMP_RET_ERRNO | libc::EPERM as u32),
+        jeq(libc::SYS_socket as u32, 3),
+        stmt(load, arg0),
+        jeq(libc::AF_NETLINK as u32, 1),
+        stmt(
+            libc::BPF_RET,
+            libc::SECCOMP_RET_ERRNO | libc::EAFNOSUPPORT as u32,
+        ),
+        stmt(libc::BPF_RET, libc::SECCOMP_RET_ALLOW),
+    ];
+    let prog = libc::sock_fprog {
+        len: filter.len() as u16,
+        filter: filter.as_ptr().cast_mut(),
+    };
+    // SAFETY: prctl with a filter program that outlives the call; both
+    // settings apply to this thread only (no TSYNC).
+    unsafe {
+        libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
+            && libc::prctl(
+                libc::PR_SET_SECCOMP,
+                libc::SECCOMP_MODE_FILTER,
+                &prog as *const libc::sock_fprog,
+            ) == 0
+    }
+}
+
+// R5.5, R5.11: a sampler whose task is renewed by `net` and that cannot
+// read the tree's TCP sockets (no descriptor copies, no sock_diag) warns
+// once, at the first failure, not at every later one (kills the deleted `!`
+// of `Sampling::net`'s warned flag). The refusal is a seccomp filter on
+// one thread, which takes every sample (the periodic one never comes).
+#[test]
+fn a_sampler_that_cannot_read_the_sockets_warns_once() {
+    let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let _client = std::net::TcpStream::connect(server.local_addr().unwrap()).unwrap();
+    let _conn = server.accept().unwrap();
+    let captured = Captured::default();
+    let text = std::thread::scope(|s| {
+        s.spawn(|| {
+            if !refuse_socket_reads_on_this_thread() {
+                return None;
+            }
+            let writer = captured.clone();
+            let subscriber = tracing_subscriber::fmt()
+                .with_writer(move || writer.clone())
+                .with_max_level(tracing::Level::WARN)
+                .with_ansi(false)
+                .finish();
+            tracing::subscriber::with_default(subscriber, || {
+                let guard = Guard::builder().clock(ManualClock::new()).build();
+                let net = KindSet::DEFAULT_RENEWING.with(SignalKind::Net);
+                let task = guard
+                    .start("download", Profile::default().renewed_by(net))
+                    .unwrap();
+                let sampler = ProcessSampler::spawn(
+                    std::process::id(),
+                    Duration::from_secs(60),
+                    Some(task.recorder()),
+                )
+                .unwrap();
+                assert!(sampler.sample_now().is_some());
+                assert!(sampler.sample_now().is_some());
+            });
+            Some(String::from_utf8(captured.0.lock().unwrap().clone()).unwrap())
+        })
+        .join()
+        .unwrap()
+    });
+    let Some(text) = text else {
+        eprintln!("skipped: no seccomp filter could be installed");
+        return;
+    };
+    assert_eq!(
+        text.matches("cannot read the TCP sockets").count(),
+        1,
+        "{text}"
+    );
 }

@@ -528,6 +528,20 @@ mod tests {
         assert_eq!(classify(libc::SYS_nanosleep, &args), Wait::Other);
     }
 
+    // R8.13: a kernel wait of "0" or nothing names no wait (kills `&&`
+    // made `||` in `with_wchan`; ProcTable's reading of wchan drops both
+    // as well, so only this function's own contract shows it).
+    #[test]
+    fn an_empty_or_zero_wchan_is_not_named() {
+        assert_eq!(with_wchan("x".into(), Some("0")), "x");
+        assert_eq!(with_wchan("x".into(), Some("")), "x");
+        assert_eq!(with_wchan("x".into(), None), "x");
+        assert_eq!(
+            with_wchan("x".into(), Some("pipe_read")),
+            "x; kernel wait: pipe_read"
+        );
+    }
+
     #[test]
     fn a_lock_says_less_than_io() {
         let io = Blocked::In {
