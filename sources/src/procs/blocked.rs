@@ -283,10 +283,12 @@ impl<'a> Inspector<'a> {
             .take(3)
             .map(|p| format!("{}[{}]", p.comm, p.pid))
             .collect();
-        match (which > 0, kids.is_empty()) {
-            (_, true) if which > 0 => format!("waiting for child {which}"),
-            (_, true) => "waiting for a child".into(),
-            _ => format!("waiting for child {}", kids.join(", ")),
+        if !kids.is_empty() {
+            format!("waiting for child {}", kids.join(", "))
+        } else if which > 0 {
+            format!("waiting for child {which}")
+        } else {
+            "waiting for a child".into()
         }
     }
 

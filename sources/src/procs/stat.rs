@@ -3,6 +3,7 @@
 //! ([`watchdog_core::sys::ProcStat`], R10.6).
 
 use std::ffi::CStr;
+use std::num::NonZeroU64;
 use std::path::Path;
 
 pub use watchdog_core::sys::{state_from_code, ProcStat, StatError};
@@ -52,5 +53,8 @@ pub(super) fn read_btime_ms(root: &Path) -> Option<u64> {
 pub(super) fn ticks_per_second() -> u64 {
     // SAFETY: sysconf has no preconditions.
     let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    u64::try_from(t).ok().filter(|&t| t > 0).unwrap_or(100)
+    u64::try_from(t)
+        .ok()
+        .and_then(NonZeroU64::new)
+        .map_or(100, NonZeroU64::get)
 }
