@@ -4,8 +4,10 @@
 //! fixtures/agent (SOURCES.md); the other lines are hand-made in the shapes
 //! of those recordings.
 
-use std::fmt;
-use std::sync::{Arc, Mutex};
+mod common;
+
+use common::LogCapture;
+
 use std::time::Duration;
 
 use stallguard_sources::agent::{AgentStream, Format};
@@ -240,35 +242,6 @@ fn an_init_with_an_empty_session_id_keeps_the_background_record() {
     // A later init of the first session is still the same session.
     stream.feed(lines[0].as_bytes());
     assert_eq!(stream.background().len(), 1);
-}
-
-/// A tracing subscriber that keeps every event's fields as text.
-#[derive(Clone, Default)]
-struct LogCapture(Arc<Mutex<String>>);
-
-impl tracing::Subscriber for LogCapture {
-    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        tracing::span::Id::from_u64(1)
-    }
-    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-    fn event(&self, event: &tracing::Event<'_>) {
-        struct Text<'a>(&'a mut String);
-        impl tracing::field::Visit for Text<'_> {
-            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn fmt::Debug) {
-                use fmt::Write;
-                let _ = write!(self.0, "{}={:?} ", field.name(), value);
-            }
-        }
-        let mut log = self.0.lock().unwrap();
-        event.record(&mut Text(&mut log));
-        log.push('\n');
-    }
-    fn enter(&self, _: &tracing::span::Id) {}
-    fn exit(&self, _: &tracing::span::Id) {}
 }
 
 // R10.6, R8.7: a task report refused for naming no launching call is logged

@@ -2,9 +2,12 @@
 //! cargo-mutants (issue 14, R10.4): each pins a behaviour a mutant changed
 //! without any other test noticing.
 
-use std::io::Write;
+mod common;
+
+use common::Captured;
+
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use stallguard_sources::agent::{call_name, codex, AgentEvent};
@@ -186,20 +189,6 @@ fn in_flight_counts_started_calls_until_they_finish() {
     feed.finished("call_a", CallOutcome::Success).unwrap();
     feed.finished("call_b", CallOutcome::Error).unwrap();
     assert_eq!(feed.in_flight(), 0);
-}
-
-/// Everything the process-wide subscriber writes, shared with the test.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 // R5.5: "a sampler that cannot read the table logs once": three failed

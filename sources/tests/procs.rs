@@ -3,6 +3,10 @@
 //! their own process group and killed with it when the test ends; waiting on
 //! them is always a bounded poll.
 
+mod common;
+
+use common::Captured;
+
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
@@ -932,20 +936,6 @@ fn dropping_the_sampler_waits_for_the_sample_under_way() {
         .recv_timeout(WAIT)
         .expect("drop returns once the sample is done");
     dropper.join().unwrap();
-}
-
-/// Everything a subscriber writes, shared with the test.
-#[derive(Clone, Default)]
-struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 /// Refuses this thread (and threads it starts) `pidfd_getfd` and netlink

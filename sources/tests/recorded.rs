@@ -5,8 +5,10 @@
 //! `tests/fixtures/recorded/SOURCES.md`; which event is a genuine delta is
 //! decided here from the JSON itself, independently of the adapters.
 
-use std::fmt;
-use std::sync::{Arc, Mutex};
+mod common;
+
+use common::LogCapture;
+
 use std::time::Duration;
 
 use serde_json::Value;
@@ -77,35 +79,6 @@ fn openai_fragments(v: &Value) -> Vec<String> {
         }
     }
     out
-}
-
-/// A tracing subscriber that keeps every event's fields as text.
-#[derive(Clone, Default)]
-struct LogCapture(Arc<Mutex<String>>);
-
-impl tracing::Subscriber for LogCapture {
-    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        tracing::span::Id::from_u64(1)
-    }
-    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-    fn event(&self, event: &tracing::Event<'_>) {
-        struct Text<'a>(&'a mut String);
-        impl tracing::field::Visit for Text<'_> {
-            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn fmt::Debug) {
-                use fmt::Write;
-                let _ = write!(self.0, "{}={:?} ", field.name(), value);
-            }
-        }
-        let mut log = self.0.lock().unwrap();
-        event.record(&mut Text(&mut log));
-        log.push('\n');
-    }
-    fn enter(&self, _: &tracing::span::Id) {}
-    fn exit(&self, _: &tracing::span::Id) {}
 }
 
 struct Replay {
