@@ -198,12 +198,7 @@ fn in_flight_counts_started_calls_until_they_finish() {
 #[test]
 fn an_unreadable_table_is_warned_about_exactly_once() {
     let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_max_level(tracing::Level::WARN)
-        .with_ansi(false)
-        .finish();
+    let subscriber = captured.warnings();
     // Process-wide, so the sampler's own thread is captured as well.
     tracing::subscriber::set_global_default(subscriber).unwrap();
     let sampler = ProcessSampler::with_table(
@@ -424,12 +419,7 @@ fn a_kernel_without_syscall_files_says_so() {
 async fn a_failing_file_poll_is_warned_about_once_per_stretch_of_failures() {
     use stallguard_sources::file::FileGrowth;
     let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_max_level(tracing::Level::WARN)
-        .with_ansi(false)
-        .finish();
+    let subscriber = captured.warnings();
     // This thread's only: the test's runtime runs the poller here too.
     let _default = tracing::subscriber::set_default(subscriber);
     let dir = tempfile::tempdir().unwrap();

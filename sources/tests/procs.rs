@@ -1011,12 +1011,7 @@ fn a_sampler_that_cannot_read_the_sockets_warns_once() {
             if !refuse_socket_reads_on_this_thread() {
                 return None;
             }
-            let writer = captured.clone();
-            let subscriber = tracing_subscriber::fmt()
-                .with_writer(move || writer.clone())
-                .with_max_level(tracing::Level::WARN)
-                .with_ansi(false)
-                .finish();
+            let subscriber = captured.warnings();
             tracing::subscriber::with_default(subscriber, || {
                 let guard = Guard::builder().clock(ManualClock::new()).build();
                 let net = KindSet::DEFAULT_RENEWING.with(SignalKind::Net);

@@ -11,6 +11,19 @@ use std::sync::{Arc, Mutex};
 #[derive(Clone, Default)]
 pub struct Captured(pub Arc<Mutex<Vec<u8>>>);
 
+impl Captured {
+    /// A `tracing_subscriber::fmt` subscriber of warnings and errors,
+    /// without colours, writing here.
+    pub fn warnings(&self) -> impl tracing::Subscriber + Send + Sync + 'static {
+        let writer = self.clone();
+        tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_max_level(tracing::Level::WARN)
+            .with_ansi(false)
+            .finish()
+    }
+}
+
 impl std::io::Write for Captured {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.0.lock().unwrap().extend_from_slice(buf);
