@@ -4,7 +4,7 @@
 use super::*;
 
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::UnixDatagram;
 
@@ -234,33 +234,17 @@ fn the_request_leaves_out_listeners_and_sockets_without_an_inode() {
 // inet_diag request) is the kernel's error.
 #[test]
 fn a_request_the_kernel_refuses_is_its_error() {
-    // SAFETY: socket(2) has no memory preconditions; the result is owned.
-    let raw = unsafe {
-        libc::socket(
-            libc::AF_NETLINK,
-            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
-            libc::NETLINK_SOCK_DIAG,
-        )
-    };
-    assert!(raw >= 0, "{}", std::io::Error::last_os_error());
-    // SAFETY: `raw` is a fresh descriptor nothing else owns.
-    let sock = unsafe { OwnedFd::from_raw_fd(raw) };
+    use nix::sys::socket::{self, sockopt, AddressFamily, SockFlag, SockProtocol, SockType};
+    let sock = socket::socket(
+        AddressFamily::Netlink,
+        SockType::Datagram,
+        SockFlag::SOCK_CLOEXEC,
+        SockProtocol::NetlinkSockDiag,
+    )
+    .unwrap();
     // Reading past the kernel's answer fails after 10 s, not never.
-    let wait = libc::timeval {
-        tv_sec: 10,
-        tv_usec: 0,
-    };
-    // SAFETY: setsockopt(2) reads `wait` for its length.
-    let set = unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVTIMEO,
-            (&wait as *const libc::timeval).cast(),
-            std::mem::size_of_val(&wait) as libc::socklen_t,
-        )
-    };
-    assert_eq!(set, 0, "{}", std::io::Error::last_os_error());
+    let wait = nix::sys::time::TimeVal::new(10, 0);
+    socket::setsockopt(&sock, sockopt::ReceiveTimeout, &wait).unwrap();
     let mut header_only = request(SOCK_DIAG_BY_FAMILY, libc::AF_INET as u8, 1);
     header_only.truncate(16);
     header_only[0..4].copy_from_slice(&16u32.to_ne_bytes());
@@ -343,18 +327,7 @@ fn replay_after(req: &[u8], datagrams: &[Vec<u8>]) -> std::io::Result<HashMap<u6
     ours.set_nonblocking(true).unwrap();
     // A send buffer of 128 KiB whatever the machine's default, so a
     // larger request cannot be sent.
-    let size: libc::c_int = 64 << 10;
-    // SAFETY: setsockopt(2) reads `size` for its length.
-    let set = unsafe {
-        libc::setsockopt(
-            ours.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_SNDBUF,
-            (&size as *const libc::c_int).cast(),
-            std::mem::size_of_val(&size) as libc::socklen_t,
-        )
-    };
-    assert_eq!(set, 0, "{}", std::io::Error::last_os_error());
+    nix::sys::socket::setsockopt(&ours, nix::sys::socket::sockopt::SndBuf, &(64 << 10)).unwrap();
     let sock = OwnedFd::from(ours);
     let mut out = HashMap::new();
     diag_dump(&sock, &mut vec![0; 64 * 1024], req, &mut out).map(|()| out)
