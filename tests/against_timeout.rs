@@ -22,7 +22,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 mod common;
-use common::{events, stallguard, types, BOUND};
+use common::{events, stallguard, types, wait::exits_within, BOUND};
 
 /// GNU coreutils' `timeout`, the reference.
 const TIMEOUT: &str = "/usr/bin/timeout";
@@ -213,29 +213,6 @@ fn shell_status(s: ExitStatus) -> i32 {
     s.code()
         .or_else(|| s.signal().map(|n| 128 + n))
         .expect("exited or signalled")
-}
-
-/// Whether `pid` has exited (a zombie counts: it runs no more) within
-/// `bound`, waiting on a pidfd rather than polling.
-fn exits_within(pid: u32, bound: Duration) -> bool {
-    // SAFETY: pidfd_open takes a pid and flags and returns a new fd.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
-    if fd < 0 {
-        // No such process: long gone.
-        return std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
-    }
-    let fd = fd as libc::c_int;
-    let mut pfd = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    let ms = libc::c_int::try_from(bound.as_millis()).unwrap_or(libc::c_int::MAX);
-    // SAFETY: one valid pollfd; the fd is ours and closed right after.
-    let ready = unsafe { libc::poll(&mut pfd, 1, ms) } == 1;
-    // SAFETY: closing the fd we opened.
-    unsafe { libc::close(fd) };
-    ready
 }
 
 /// Whether each pid still runs once the wrapper has exited. What a wrapper

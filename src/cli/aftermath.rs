@@ -63,7 +63,12 @@ impl Aftermath<'_> {
         let mut open = pumps - self.drain(pumps, self.leak_timeout, signals, true).await;
         if open > 0 {
             let holders = leaks::holders(&self.inodes);
-            if !holders.is_empty() {
+            if holders.is_empty() {
+                // Nothing holds them (a signal cut the wait short, R8.9):
+                // what is in them is the command's last output, copied
+                // whole (R8.10).
+                open -= self.drain(open, LAST_BYTES, signals, false).await;
+            } else {
                 let _ = self.task.leaked(holders);
             }
         }
@@ -176,7 +181,8 @@ impl Aftermath<'_> {
         }
     }
 
-    fn interrupt(&mut self, sig: i32) {
+    /// Ends every wait from now on, saying which signal did (once).
+    pub(crate) fn interrupt(&mut self, sig: i32) {
         if !self.interrupted {
             self.interrupted = true;
             self.console.line(&format!(

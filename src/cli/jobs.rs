@@ -55,6 +55,27 @@ pub(crate) fn wait(
     }
 }
 
+/// Whether `pid`, our child, has exited, without reaping it: a look with
+/// `WNOWAIT` leaves the status for the waiter thread. `ECHILD` means the
+/// waiter reaped it already, so that is an exit too. The run loop asks
+/// when a signal arrives (R8.9): one that comes after the exit, before the
+/// waiter's news does, belongs to the aftermath, not to the command.
+pub(crate) fn has_exited(pid: u32) -> bool {
+    use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
+    let Ok(raw) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+    loop {
+        return match waitid(Id::Pid(nix::unistd::Pid::from_raw(raw)), flags) {
+            Ok(WaitStatus::StillAlive) => false,
+            Ok(_) | Err(nix::errno::Errno::ECHILD) => true,
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => false,
+        };
+    }
+}
+
 /// Handles a stop of the command by `signal`. With the terminal in hand,
 /// stallguard suspends with it: pause, take the terminal back, stop itself;
 /// when continued, hand the terminal back if it is in the foreground again,

@@ -41,8 +41,10 @@ pub(crate) const EXIT_OUTPUT_LOST: u8 = 1;
 
 /// The hidden variable that makes a thread "unavailable" after the
 /// command started, so tests can check that stallguard then fails closed
-/// (R8.9): a comma-separated list of `pump`, `waiter`. Not documented for
-/// users; the command never sees it.
+/// (R8.9): a comma-separated list of `pump`, `waiter`; `slow-waiter` makes
+/// the waiter look for the exit 3 s late, so a test can send a signal
+/// between the exit and the news of it. Not documented for users; the
+/// command never sees it.
 pub(crate) const FAIL_VAR: &str = "STALLGUARD_TEST_FAIL";
 
 /// Whether [`FAIL_VAR`] names `point`.

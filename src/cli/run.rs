@@ -339,12 +339,18 @@ impl Run {
         let (exit_tx, exit_rx) = tokio::sync::oneshot::channel::<io::Result<ExitStatus>>();
         // R2.8, R8.1: stops and continues of the command reach the loop too.
         let (jobs_tx, mut jobs_rx) = tokio::sync::mpsc::unbounded_channel();
+        let slow_waiter = super::failpoint("slow-waiter");
         let waiter = if super::failpoint("waiter") {
             Err(io::Error::from_raw_os_error(libc::EAGAIN))
         } else {
             std::thread::Builder::new()
                 .name("stallguard-wait".into())
                 .spawn(move || {
+                    if slow_waiter {
+                        // Widens the window between the command's exit and
+                        // the loop's news of it, for the R8.9 test.
+                        std::thread::sleep(Duration::from_secs(3));
+                    }
                     let _ = exit_tx.send(super::jobs::wait(pid, &jobs_tx));
                 })
         };
@@ -355,6 +361,10 @@ impl Run {
         // The waiter reaps it from now on.
         drop(child);
 
+        // R8.9: a signal that arrives once the command has exited, before
+        // the waiter's news of it does, is kept for the aftermath: it ends
+        // the waits there, as one sent a moment later would.
+        let mut late = None;
         let status = runtime.block_on(async {
             let mut exit_rx = exit_rx;
             let mut tick = tokio::time::interval(STATUS_EVERY);
@@ -369,8 +379,15 @@ impl Run {
             look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
             loop {
                 tokio::select! {
+                    biased;
                     status = &mut exit_rx => break status,
-                    sig = incoming.recv() => signals::forward(pid, sig),
+                    sig = incoming.recv() => {
+                        if super::jobs::has_exited(pid) {
+                            late.get_or_insert(sig);
+                        } else {
+                            signals::forward(pid, sig);
+                        }
+                    }
                     Some(job) = jobs_rx.recv() => {
                         if let super::jobs::Job::Stopped(sig) = job {
                             let from = Instant::now();
@@ -419,22 +436,23 @@ impl Run {
         // R8.5, R8.6, R10.2: a bounded wait for the pipes, leaks named,
         // then nothing the command started outlives it unless kept; a
         // signal ends the waits (R8.9).
-        runtime.block_on(
-            Aftermath {
-                done: done_rx,
-                pumps,
-                inodes,
-                leak_timeout: self.leak_timeout,
-                on_leftover: self.on_leftover,
-                pgid: pid,
-                grace: self.profile.grace_period,
-                stopped,
-                console: &console,
-                task: &task,
-                interrupted: false,
-            }
-            .settle(&mut incoming),
-        );
+        let mut aftermath = Aftermath {
+            done: done_rx,
+            pumps,
+            inodes,
+            leak_timeout: self.leak_timeout,
+            on_leftover: self.on_leftover,
+            pgid: pid,
+            grace: self.profile.grace_period,
+            stopped,
+            console: &console,
+            task: &task,
+            interrupted: false,
+        };
+        if let Some(sig) = late {
+            aftermath.interrupt(sig);
+        }
+        runtime.block_on(aftermath.settle(&mut incoming));
         super::logging::notify_summary(_notify_socket.as_ref());
         super::logging::refused_summary(task.status().as_ref());
         console.clear_status();
