@@ -111,18 +111,7 @@ impl Run {
 
     /// Reads the command's `pids A B ...` line; returns the pids.
     fn pids(&mut self) -> Vec<u32> {
-        let mut line = String::new();
-        self.stdout
-            .as_mut()
-            .expect("stdout piped")
-            .read_line(&mut line)
-            .unwrap();
-        let pids: Vec<u32> = line
-            .strip_prefix("pids ")
-            .unwrap_or_else(|| panic!("no pids line, got {line:?}"))
-            .split_whitespace()
-            .map(|p| p.parse().unwrap())
-            .collect();
+        let pids = common::read_pids(self.stdout.as_mut().expect("stdout piped"));
         self.pids.extend(&pids);
         pids
     }

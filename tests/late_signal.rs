@@ -10,7 +10,7 @@
 //! hidden `slow-waiter` fail point widens it to 3 s so that this test hits
 //! it every time: the test sends SIGTERM once the command is a zombie.
 
-use std::io::{BufRead, BufReader};
+use std::io::BufReader;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -33,16 +33,7 @@ fn r8_9_a_signal_between_the_exit_and_the_news_of_it_ends_the_grace() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let pids: Vec<u32> = line
-        .strip_prefix("pids ")
-        .unwrap_or_else(|| panic!("no pids line: {line:?}"))
-        .split_whitespace()
-        .map(|p| p.parse().unwrap())
-        .collect();
+    let pids = common::read_pids(&mut BufReader::new(child.stdout.as_mut().unwrap()));
     let (leftover, command) = (pids[0], pids[1]);
     let _cleanup = KillOnDrop(leftover);
 

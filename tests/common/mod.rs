@@ -80,6 +80,18 @@ pub fn run(dir: &Path, args: &[&str]) -> Output {
     wait_bounded(child)
 }
 
+/// Reads a command's `pids A B ...` line from `out`, how the end-to-end
+/// tests' scripts tell the pids they started; returns them in order.
+pub fn read_pids(out: &mut impl std::io::BufRead) -> Vec<u32> {
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    line.strip_prefix("pids ")
+        .unwrap_or_else(|| panic!("no pids line, got {line:?}"))
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect()
+}
+
 /// What the run wrote to stderr.
 pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
