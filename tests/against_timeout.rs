@@ -91,7 +91,7 @@ impl Run {
             }
         };
         cmd.args(["sh", "-c", script]);
-        with_default_signals(&mut cmd);
+        common::with_default_signals(&mut cmd);
         let err = std::fs::File::create(dir.path().join("stderr")).unwrap();
         let piped = stdout.is_none();
         cmd.stdout(stdout.unwrap_or_else(Stdio::piped))
@@ -163,37 +163,6 @@ impl Drop for Run {
         drop(KillOnDrop(std::mem::take(&mut self.pids)));
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-/// Starts the wrapper with every signal these tests send at its default
-/// action, whatever this test process inherited. A run under `nohup` (HUP
-/// ignored) or as a background job of a shell without job control (INT and
-/// QUIT ignored) hands its ignores down, and a signal ignored at start
-/// stays ignored under stallguard (R8.9, as under `timeout` since 9.9): the
-/// test's signal would then never reach the command, and the wrapper would
-/// wait out the command's minute. A local `nohup bash .ci/run` failed so.
-fn with_default_signals(cmd: &mut Command) {
-    use std::os::unix::process::CommandExt;
-    let mut sigs = vec![
-        libc::SIGHUP,
-        libc::SIGINT,
-        libc::SIGQUIT,
-        libc::SIGTERM,
-        libc::SIGUSR1,
-        libc::SIGUSR2,
-        libc::SIGALRM,
-    ];
-    sigs.extend(libc::SIGRTMIN()..=libc::SIGRTMAX());
-    // SAFETY: between fork and exec the closure only calls signal(2),
-    // which is async-signal-safe, over a list built before the fork.
-    unsafe {
-        cmd.pre_exec(move || {
-            for &sig in &sigs {
-                libc::signal(sig, libc::SIG_DFL);
-            }
-            Ok(())
-        });
     }
 }
 

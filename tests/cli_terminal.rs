@@ -187,7 +187,11 @@ fn on_a_pty(cmd: &str, steps: &[(&str, &[u8], Duration)]) -> Option<(Option<i32>
         return None;
     }
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new("script")
+    let mut script = Command::new("script");
+    // Ctrl-C must reach the command even when the suite runs as a shell's
+    // background job (INT and QUIT ignored there, and kept so, R8.9).
+    common::with_default_signals(&mut script);
+    let mut child = script
         .args(["-qec", cmd, "/dev/null"])
         .current_dir(dir.path())
         .stdin(Stdio::piped())
