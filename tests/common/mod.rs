@@ -92,30 +92,21 @@ pub fn read_pids(out: &mut impl std::io::BufRead) -> Vec<u32> {
         .collect()
 }
 
-/// Starts `cmd` with every signal the tests send at its default action,
-/// whatever this test process inherited. A run under `nohup` (HUP
-/// ignored) or as a background job of a shell without job control (INT and
-/// QUIT ignored) hands its ignores down, and a signal ignored at start
-/// stays ignored under stallguard (R8.9, as under `timeout` since 9.9): the
-/// test's signal would then never reach the command, and the wrapper would
-/// wait out the command's minute. A local `nohup bash .ci/run` failed so.
+/// Starts `cmd` with no signal ignored, whatever this test process
+/// inherited. A run under `nohup` (HUP ignored) or as a background job of
+/// a shell without job control (INT and QUIT ignored) hands its ignores
+/// down, and a signal ignored at start stays ignored under stallguard
+/// (R8.9, as under `timeout` since 9.9): a test's signal, or its Ctrl-C on
+/// a pty, would then never reach the command, and the wrapper would wait
+/// out the command's budget. A local `nohup bash .ci/run` failed so.
 pub fn with_default_signals(cmd: &mut Command) {
     use std::os::unix::process::CommandExt;
-    let mut sigs = vec![
-        libc::SIGHUP,
-        libc::SIGINT,
-        libc::SIGQUIT,
-        libc::SIGTERM,
-        libc::SIGUSR1,
-        libc::SIGUSR2,
-        libc::SIGALRM,
-    ];
-    sigs.extend(libc::SIGRTMIN()..=libc::SIGRTMAX());
+    let last = libc::SIGRTMAX();
     // SAFETY: between fork and exec the closure only calls signal(2),
-    // which is async-signal-safe, over a list built before the fork.
+    // which is async-signal-safe; KILL and STOP refuse it harmlessly.
     unsafe {
         cmd.pre_exec(move || {
-            for &sig in &sigs {
+            for sig in 1..=last {
                 libc::signal(sig, libc::SIG_DFL);
             }
             Ok(())
