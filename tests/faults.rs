@@ -581,6 +581,9 @@ fn a_blocked_host_runtime_still_kills_a_silent_process() {
         ),
         "{kill}"
     );
+    // The driver may still be delivering when `finish` returns (its event
+    // then goes out in the driver's drain, src/dispatch.rs).
+    assert!(rec.wait_for("blocked", "finished", BOUND));
     assert_eq!(
         rec.types_for("blocked"),
         ["started", "stalled", "cancelling", "killed", "finished"]
@@ -715,6 +718,9 @@ fn panicking_failing_and_hanging_sinks_never_keep_the_kill_from_a_process() {
     assert!(procs
         .wait_for(|r| r.signal == GroupSignal::Kill, BOUND)
         .is_some());
+    // The driver may still be delivering when `finish` returns (its event
+    // then goes out in the driver's drain, src/dispatch.rs).
+    assert!(rec.wait_for("faulty", "finished", BOUND));
     assert_eq!(
         rec.types_for("faulty"),
         ["started", "stalled", "cancelling", "killed", "finished"]

@@ -581,8 +581,12 @@ fn every_cancel_reaches_real_processes_through_the_process_sink() {
     }
     // ...and the rest are SIGKILLed when it does.
     guard.advance(grace);
-    for (i, runner) in runners.into_iter().enumerate() {
-        let status = runner.join().unwrap();
+    let statuses: Vec<_> = runners.into_iter().map(|r| r.join().unwrap()).collect();
+    // A runner's `finish` returns once its event is queued; another thread
+    // draining at that moment delivers it to the inline sinks (the drain
+    // hand-off, src/dispatch.rs). Flush waits for that drain to end.
+    assert!(guard.flush(BOUND), "the sinks did not catch up");
+    for (i, status) in statuses.into_iter().enumerate() {
         let (pgid, ignores_term, _) = handles[i];
         let want = if ignores_term {
             libc::SIGKILL
