@@ -66,13 +66,12 @@ pub(crate) fn has_exited(pid: u32) -> bool {
         return false;
     };
     let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
-    loop {
-        return match waitid(Id::Pid(nix::unistd::Pid::from_raw(raw)), flags) {
-            Ok(WaitStatus::StillAlive) => false,
-            Ok(_) | Err(nix::errno::Errno::ECHILD) => true,
-            Err(nix::errno::Errno::EINTR) => continue,
-            Err(_) => false,
-        };
+    match waitid(Id::Pid(nix::unistd::Pid::from_raw(raw)), flags) {
+        Ok(WaitStatus::StillAlive) => false,
+        Ok(_) | Err(nix::errno::Errno::ECHILD) => true,
+        // WNOHANG never blocks, so no EINTR either: any other error
+        // (none is expected) leaves the signal to the command.
+        Err(_) => false,
     }
 }
 
