@@ -22,7 +22,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 mod common;
-use common::{events, stallguard, types, wait::exits_within, BOUND};
+use common::{events, stallguard, types, wait::exits_within, KillOnDrop, BOUND};
 
 /// GNU coreutils' `timeout`, the reference.
 const TIMEOUT: &str = "/usr/bin/timeout";
@@ -42,20 +42,6 @@ struct Run {
     child: Child,
     stdout: Option<BufReader<ChildStdout>>,
     pids: Vec<u32>,
-}
-
-/// SIGKILLs the pids it holds on drop.
-struct KillOnDrop(Vec<u32>);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        for &pid in &self.0 {
-            if pid > 1 {
-                // SAFETY: plain syscall on a pid this test learned.
-                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-            }
-        }
-    }
 }
 
 impl Run {

@@ -15,7 +15,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 mod common;
-use common::{events, stallguard, types, wait::exits_within};
+use common::{events, stallguard, types, wait::exits_within, KillOnDrop};
 
 /// Starts a child that ignores SIGTERM, with no hold on the pipes, tells
 /// its pid and the command's, and exits 0.
@@ -35,7 +35,7 @@ fn r8_9_a_signal_between_the_exit_and_the_news_of_it_ends_the_grace() {
         .unwrap();
     let pids = common::read_pids(&mut BufReader::new(child.stdout.as_mut().unwrap()));
     let (leftover, command) = (pids[0], pids[1]);
-    let _cleanup = KillOnDrop(leftover);
+    let _cleanup = KillOnDrop(vec![leftover]);
 
     // The command has exited (a zombie the waiter has not looked at yet).
     assert!(exits_within(command, common::BOUND), "the command runs on");
@@ -60,14 +60,4 @@ fn r8_9_a_signal_between_the_exit_and_the_news_of_it_ends_the_grace() {
     let last = evs.last().unwrap();
     assert_eq!(last["outcome"], "completed", "{last}");
     assert_eq!(last["exit_code"], 0, "{last}");
-}
-
-/// SIGKILLs the leftover if the test fails before stallguard stops it.
-struct KillOnDrop(u32);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        // SAFETY: kill(2) on a pid this test learned.
-        unsafe { libc::kill(self.0 as i32, libc::SIGKILL) };
-    }
 }

@@ -114,6 +114,21 @@ pub fn with_default_signals(cmd: &mut Command) {
     }
 }
 
+/// SIGKILLs the pids it holds on drop, so a failed test leaves no
+/// process behind.
+pub struct KillOnDrop(pub Vec<u32>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        for &pid in &self.0 {
+            if pid > 1 {
+                // SAFETY: plain syscall on a pid this test learned.
+                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            }
+        }
+    }
+}
+
 /// What the run wrote to stderr.
 pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
