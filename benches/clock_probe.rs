@@ -17,10 +17,10 @@
 //! millisecond at half the budget (the burst's last signal is the one the
 //! stall counts from).
 //!
-//! Run: `cargo bench -p stallguard --bench clock_probe`; `PROBE_TRIALS=N`
+//! Run: `cargo bench -p stallwarden --bench clock_probe`; `PROBE_TRIALS=N`
 //! (default 10 000 per case) and `PROBE_THREADS=N` (default 16 trial
 //! threads sharing one guard) make a quick run possible, e.g.
-//! `PROBE_TRIALS=500 cargo bench -p stallguard --bench clock_probe`.
+//! `PROBE_TRIALS=500 cargo bench -p stallwarden --bench clock_probe`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex};

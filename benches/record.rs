@@ -9,7 +9,7 @@
 //! are healthy and signalling, and real-clock stall latency beyond the
 //! budget. Nothing here asserts; `cargo test` never runs it timed.
 //!
-//! Run: `cargo bench -p stallguard --bench record` (add a criterion filter
+//! Run: `cargo bench -p stallwarden --bench record` (add a criterion filter
 //! such as `record/` to skip the rest; `report` selects only the report).
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -411,7 +411,7 @@ fn new_driver_thread(before: &[u32]) -> Option<u32> {
                 continue;
             }
             let comm = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"));
-            if comm.is_ok_and(|c| c.starts_with("stallguard-dri")) {
+            if comm.is_ok_and(|c| c.starts_with("stallwarden-dri")) {
                 return Some(tid);
             }
         }

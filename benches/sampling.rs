@@ -1,5 +1,5 @@
 //! Criterion bench of process-table sampling (SPEC R5.5, R9.4): one full
-//! sample of a real process tree's descendants through stallguard's
+//! sample of a real process tree's descendants through stallwarden's
 //! `/proc` reader (following the kernel's children lists, and walking the
 //! table as a kernel without them makes it), against `sysinfo`'s refresh of every process (what a user
 //! must do to find descendants with it). The side-by-side table with `ps`
@@ -8,13 +8,13 @@
 //! The `net` group measures what R5.11's `net` signal adds to a sample, on
 //! 100 processes holding TCP sockets.
 //!
-//! Run: `cargo bench -p stallguard --bench sampling` (`-- net` for the
+//! Run: `cargo bench -p stallwarden --bench sampling` (`-- net` for the
 //! `net` group alone).
 
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use stallguard::sources::procs;
+use stallwarden::sources::procs;
 
 #[path = "support/mod.rs"]
 mod support;
@@ -25,30 +25,30 @@ fn sampling(c: &mut Criterion) {
     let root = tree.pid();
     let mut g = c.benchmark_group("sampling");
     g.sample_size(30);
-    g.bench_function("stallguard_sample_once", |b| {
+    g.bench_function("stallwarden_sample_once", |b| {
         b.iter(|| black_box(procs::sample_once(root).expect("sample")))
     });
     let mut table = procs::ProcTable::new();
-    g.bench_function("stallguard_proc_table_reused", |b| {
+    g.bench_function("stallwarden_proc_table_reused", |b| {
         b.iter(|| black_box(table.sample(root).expect("sample")))
     });
     // R8.13: the same sample without the blocking points (what a sample
     // cost before them), and the verdict's look, which asks every process.
     let mut bare = procs::ProcTable::new().without_blocked_on();
-    g.bench_function("stallguard_proc_table_reused_without_blocked_on", |b| {
+    g.bench_function("stallwarden_proc_table_reused_without_blocked_on", |b| {
         b.iter(|| black_box(bare.sample(root).expect("sample")))
     });
     let mut verdict = procs::ProcTable::new();
-    g.bench_function("stallguard_verdict_peek_with_blocked_on", |b| {
+    g.bench_function("stallwarden_verdict_peek_with_blocked_on", |b| {
         b.iter(|| black_box(verdict.peek(root).expect("sample")))
     });
     let mut verdict_bare = procs::ProcTable::new().without_blocked_on();
-    g.bench_function("stallguard_verdict_peek_without_blocked_on", |b| {
+    g.bench_function("stallwarden_verdict_peek_without_blocked_on", |b| {
         b.iter(|| black_box(verdict_bare.peek(root).expect("sample")))
     });
     // A kernel without children lists: the table is walked.
     let mut walking = procs::ProcTable::new().walk_only();
-    g.bench_function("stallguard_proc_table_walk_only_reused", |b| {
+    g.bench_function("stallwarden_proc_table_walk_only_reused", |b| {
         b.iter(|| black_box(walking.sample(root).expect("sample")))
     });
     let mut sys = sysinfo::System::new();
@@ -76,34 +76,34 @@ fn net(c: &mut Criterion) {
     assert_eq!(pids.len(), 100, "the server and its 99 clients");
     let mut g = c.benchmark_group("net");
     g.sample_size(30);
-    g.bench_function("stallguard_proc_table_reused_100_procs", |b| {
+    g.bench_function("stallwarden_proc_table_reused_100_procs", |b| {
         b.iter(|| black_box(table.sample(root).expect("sample")))
     });
     let mut meter = procs::NetMeter::new();
     meter.sample(&pids).expect("the baseline");
-    g.bench_function("stallguard_net_meter_100_procs_199_sockets", |b| {
+    g.bench_function("stallwarden_net_meter_100_procs_199_sockets", |b| {
         b.iter(|| black_box(meter.sample(&pids).expect("net sample")))
     });
     let mut dump = procs::NetMeter::new().dump_only();
     dump.sample(&pids).expect("the baseline");
     g.bench_function(
-        "stallguard_net_meter_dump_only_100_procs_199_sockets",
+        "stallwarden_net_meter_dump_only_100_procs_199_sockets",
         |b| b.iter(|| black_box(dump.sample(&pids).expect("net sample"))),
     );
-    g.bench_function("stallguard_tcp_bytes_received_dump", |b| {
+    g.bench_function("stallwarden_tcp_bytes_received_dump", |b| {
         b.iter(|| black_box(procs::net::tcp_bytes_received().expect("dump").len()))
     });
     // The same three in this thread's CPU time (user and kernel), which a
     // machine loaded by other work inflates far less than wall time.
-    g.bench_function("thread_cpu/stallguard_proc_table_reused_100_procs", |b| {
+    g.bench_function("thread_cpu/stallwarden_proc_table_reused_100_procs", |b| {
         b.iter_custom(|n| thread_cpu(n, || drop(black_box(table.sample(root)))))
     });
     g.bench_function(
-        "thread_cpu/stallguard_net_meter_100_procs_199_sockets",
+        "thread_cpu/stallwarden_net_meter_100_procs_199_sockets",
         |b| b.iter_custom(|n| thread_cpu(n, || drop(black_box(meter.sample(&pids))))),
     );
     g.bench_function(
-        "thread_cpu/stallguard_net_meter_dump_only_100_procs_199_sockets",
+        "thread_cpu/stallwarden_net_meter_dump_only_100_procs_199_sockets",
         |b| b.iter_custom(|n| thread_cpu(n, || drop(black_box(dump.sample(&pids))))),
     );
     g.finish();

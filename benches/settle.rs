@@ -1,12 +1,12 @@
 //! Settling at scale (issue 22, R8.6): N concurrent
-//! `stallguard run --idle 1s -- sleep 60` runs, each stopped after one
+//! `stallwarden run --idle 1s -- sleep 60` runs, each stopped after one
 //! second of silence, then settling (the group's exit confirmed, leftovers
 //! looked for). Reports, per N, the wall time from the first start to the
 //! last exit and the CPU all the runs used (user + system, from
 //! `getrusage(RUSAGE_CHILDREN)`, which counts each run and the `sleep` it
 //! reaped). Not a test and not timed by criterion: nothing asserts.
 //!
-//! Run: `cargo bench -p stallguard --bench settle`; `SETTLE_N=30,300`
+//! Run: `cargo bench -p stallwarden --bench settle`; `SETTLE_N=30,300`
 //! (the default) picks the sizes, `SETTLE_ROUNDS=3` (default) the runs
 //! per size (the median is reported, with min and max).
 
@@ -38,12 +38,12 @@ fn round(bin: &str, n: usize) -> (Duration, Duration, usize) {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("start stallguard");
+            .expect("start stallwarden");
         runs.push(child);
     }
     let mut odd = 0;
     for mut c in runs {
-        let status = c.wait().expect("wait for stallguard");
+        let status = c.wait().expect("wait for stallwarden");
         if status.code() != Some(124) {
             odd += 1;
         }
@@ -53,7 +53,7 @@ fn round(bin: &str, n: usize) -> (Duration, Duration, usize) {
 
 fn main() {
     // `cargo bench` passes `--bench`; nothing else is taken.
-    let bin = env!("CARGO_BIN_EXE_stallguard");
+    let bin = env!("CARGO_BIN_EXE_stallwarden");
     let sizes: Vec<usize> = std::env::var("SETTLE_N")
         .unwrap_or_else(|_| "30,300".into())
         .split(',')
@@ -64,7 +64,9 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(3)
         .max(1);
-    println!("settle: N concurrent `stallguard run --idle 1s -- sleep 60`, {rounds} round(s) each");
+    println!(
+        "settle: N concurrent `stallwarden run --idle 1s -- sleep 60`, {rounds} round(s) each"
+    );
     println!(
         "{:>5}  {:>22}  {:>22}  {:>6}",
         "N", "wall med (min..max)", "cpu med (min..max)", "not124"

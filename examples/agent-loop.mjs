@@ -1,4 +1,4 @@
-// An agent turn guarded by stallguard from Node (R11.1): stream a model
+// An agent turn guarded by stallwarden from Node (R11.1): stream a model
 // response, run the tool it asks for, and let the engine cancel the turn
 // (through t.signal) if either goes silent for too long.
 //
@@ -37,7 +37,7 @@ async function runTool(name, input, signal) {
 }
 
 // --- the guarded turn: about a dozen lines --------------------------------
-const guard = new Guard({ onEvent: (e) => console.error(`[stallguard] ${e.type} ${e.task} +${e.elapsed_ms}ms`) });
+const guard = new Guard({ onEvent: (e) => console.error(`[stallwarden] ${e.type} ${e.task} +${e.elapsed_ms}ms`) });
 const t = guard.start('turn-1', { idle: '2s', execution: '30s', heartbeatInterval: null });
 const stream = t.anthropicStream();
 const open = new Map(); // block index -> { id, name, json } while its arguments stream

@@ -1,8 +1,8 @@
-"""An agent loop guarded by stallguard, in Python: a recorded Anthropic
+"""An agent loop guarded by stallwarden, in Python: a recorded Anthropic
 stream (a real one, see sources/tests/fixtures/recorded/SOURCES.md) feeds the
 guard event by event, then the tool it asked for runs under the execution
 budget. Run: pip install ./bindings/python && python3 examples/agent_loop.py"""
-import asyncio, pathlib, stallguard as sg
+import asyncio, pathlib, stallwarden as sg
 
 STREAM = pathlib.Path(__file__).parent.parent / "sources/tests/fixtures/recorded/anthropic/anthropic-tool-search-deferred-regex.chunks.txt"
 

@@ -1,7 +1,7 @@
 //! A simulated agent session driven through the engine, printing every event
 //! as the JSON line `--events` would write (SPEC §8.3).
 //!
-//! The session replays the incidents stallguard comes from, on a virtual
+//! The session replays the incidents stallwarden comes from, on a virtual
 //! clock so the 41 minutes take milliseconds:
 //! 1. the model streams tool arguments (each delta renews the idle budget);
 //! 2. a 165 s silent SQL probe runs on the execution budget, with outbound
@@ -13,7 +13,9 @@
 
 use std::time::Duration;
 
-use stallguard::core::{CallOutcome, Event, Guard, ManualClock, Outcome, Profile, Sink, SinkError};
+use stallwarden::core::{
+    CallOutcome, Event, Guard, ManualClock, Outcome, Profile, Sink, SinkError,
+};
 
 /// Prints each event as one JSON line.
 #[derive(Debug)]
@@ -25,8 +27,8 @@ impl Sink for Print {
         println!("{line}");
         Ok(())
     }
-    fn delivery(&self) -> stallguard::core::Delivery {
-        stallguard::core::Delivery::Inline
+    fn delivery(&self) -> stallwarden::core::Delivery {
+        stallwarden::core::Delivery::Inline
     }
 }
 

@@ -1,5 +1,5 @@
 //! Serves a guard's task snapshots on a control socket and reads them back
-//! over the wire protocol, as `stallguard list` and `describe` do (R6.5,
+//! over the wire protocol, as `stallwarden list` and `describe` do (R6.5,
 //! R4.2): one JSON request line per connection, one JSON line back.
 //!
 //! `cargo run --example control_socket`
@@ -9,8 +9,8 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 
 use serde_json::Value;
-use stallguard::control::{ControlServer, Request};
-use stallguard::{Guard, Profile};
+use stallwarden::control::{ControlServer, Request};
+use stallwarden::{Guard, Profile};
 
 /// Sends one request on a fresh connection and returns the response line.
 fn ask(socket: &Path, request: &Request) -> Result<Value, Box<dyn std::error::Error>> {
@@ -28,7 +28,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     turn.set_step("tool \"bash\" still running");
     let _build = guard.start("build", Profile::default())?;
 
-    let path = std::env::temp_dir().join(format!("stallguard-example-{}.sock", std::process::id()));
+    let path =
+        std::env::temp_dir().join(format!("stallwarden-example-{}.sock", std::process::id()));
     let server = ControlServer::bind(&path, guard.clone())?;
     println!("listening on {}", server.path().display());
 

@@ -1,7 +1,7 @@
 //! A fleet runner: many concurrent simulated agent turns, some stalling,
 //! exported to Prometheus with bounded labels (R6.8).
 //!
-//! Serves `/metrics` on `STALLGUARD_METRICS_ADDR` (default `127.0.0.1:9464`)
+//! Serves `/metrics` on `STALLWARDEN_METRICS_ADDR` (default `127.0.0.1:9464`)
 //! with `metrics-exporter-prometheus`. Turns are named `agent/turn-N` and
 //! `review/turn-N`; the metrics sink's profile label is the part before the
 //! `/`. Every fifth turn goes quiet past its idle budget once and recovers;
@@ -14,7 +14,7 @@
 //!
 //! ```text
 //! cargo run --example fleet
-//! curl -s 127.0.0.1:9464/metrics | grep stallguard_
+//! curl -s 127.0.0.1:9464/metrics | grep stallwarden_
 //! ```
 
 use std::net::SocketAddr;
@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use metrics_exporter_prometheus::PrometheusBuilder;
-use stallguard_sinks::metrics::MetricsSink;
+use stallwarden_sinks::metrics::MetricsSink;
 use watchdog_core::{Delivery, Event, EventKind, Guard, Profile, Sink, SinkError};
 
 /// Counts what the guard said, inline, so the count is final when the
@@ -60,7 +60,7 @@ fn env_or<T: std::str::FromStr>(key: &str, default: T) -> Result<T, String> {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let addr: SocketAddr = env_or("STALLGUARD_METRICS_ADDR", "127.0.0.1:9464".parse()?)?;
+    let addr: SocketAddr = env_or("STALLWARDEN_METRICS_ADDR", "127.0.0.1:9464".parse()?)?;
     let turns: usize = env_or("FLEET_TURNS", 40)?;
     let hung: usize = env_or("FLEET_HUNG", 3)?;
     let hold = Duration::from_secs(env_or("FLEET_HOLD_SECS", 5)?);

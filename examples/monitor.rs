@@ -16,7 +16,7 @@ use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use stallguard_sinks::monitor::{monitored, MonitorSink, MonitorTarget, OutputTail};
+use stallwarden_sinks::monitor::{monitored, MonitorSink, MonitorTarget, OutputTail};
 use watchdog_core::{Guard, Outcome, Profile};
 
 const DEMO: &str = r#"

@@ -1,5 +1,5 @@
 //! A runner that exports its tasks to OpenTelemetry (R6.8): each task is a
-//! trace span, `stallguard.task`, with its events (started, stalled,
+//! trace span, `stallwarden.task`, with its events (started, stalled,
 //! cancelling, finished, ...) as span events, through `tracing-opentelemetry`
 //! and the OTLP exporter, with no code of ours beyond the subscriber set-up.
 //!
@@ -31,7 +31,7 @@ use opentelemetry_otlp::{Protocol, WithExportConfig};
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
 use opentelemetry_sdk::Resource;
-use stallguard_sinks::trace::TracingSink;
+use stallwarden_sinks::trace::TracingSink;
 use tracing_subscriber::layer::SubscriberExt;
 use watchdog_core::{Guard, Outcome, Profile};
 
@@ -90,12 +90,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .with_resource(
             Resource::builder()
-                .with_service_name("stallguard-otel-example")
+                .with_service_name("stallwarden-otel-example")
                 .build(),
         )
         .build();
     let subscriber = tracing_subscriber::registry()
-        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("stallguard")));
+        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("stallwarden")));
     tracing::subscriber::set_global_default(subscriber)?;
 
     run_turns()?;

@@ -8,7 +8,7 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::Command;
 use std::time::Duration;
 
-use stallguard_sinks::process::{GroupSignal, ProcessSink};
+use stallwarden_sinks::process::{GroupSignal, ProcessSink};
 use watchdog_core::{Guard, Outcome, Profile};
 
 fn main() {

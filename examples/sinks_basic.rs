@@ -1,4 +1,4 @@
-//! Wires the stallguard sinks to one guard on the real clock and runs two
+//! Wires the stallwarden sinks to one guard on the real clock and runs two
 //! simulated tasks that go silent: one stops when its cancellation token
 //! fires, the other ignores it until the kill. Prints what each sink saw.
 //!
@@ -9,12 +9,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use stallguard_sinks::callback::CallbackSink;
-use stallguard_sinks::channel::ChannelSink;
-use stallguard_sinks::jsonl::JsonLinesSink;
-use stallguard_sinks::metrics::MetricsSink;
-use stallguard_sinks::token::CancelTokenSink;
-use stallguard_sinks::trace::TracingSink;
+use stallwarden_sinks::callback::CallbackSink;
+use stallwarden_sinks::channel::ChannelSink;
+use stallwarden_sinks::jsonl::JsonLinesSink;
+use stallwarden_sinks::metrics::MetricsSink;
+use stallwarden_sinks::token::CancelTokenSink;
+use stallwarden_sinks::trace::TracingSink;
 use tokio::sync::Notify;
 use tracing::field::{Field, Visit};
 use watchdog_core::{ActionKind, Guard, Outcome, Profile};
@@ -30,7 +30,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let channel = ChannelSink::new();
     let tokens = CancelTokenSink::new();
     let events_path =
-        std::env::temp_dir().join(format!("stallguard-sinks-{}.jsonl", std::process::id()));
+        std::env::temp_dir().join(format!("stallwarden-sinks-{}.jsonl", std::process::id()));
     let killed = Arc::new(Notify::new());
     let on_kill = Arc::clone(&killed);
 
@@ -158,7 +158,7 @@ impl Visit for Fields {
 
 impl tracing::Subscriber for PrintSubscriber {
     fn enabled(&self, m: &tracing::Metadata<'_>) -> bool {
-        m.target() == stallguard_sinks::trace::TARGET && *m.level() <= tracing::Level::INFO
+        m.target() == stallwarden_sinks::trace::TARGET && *m.level() <= tracing::Level::INFO
     }
     fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
         tracing::span::Id::from_u64(self.next_span.fetch_add(1, Ordering::Relaxed) + 1)

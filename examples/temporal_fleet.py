@@ -1,4 +1,4 @@
-"""A fleet of agent turns on Temporal, guarded by stallguard (SPEC R6.9).
+"""A fleet of agent turns on Temporal, guarded by stallwarden (SPEC R6.9).
 
 A workflow runs four agent turns as activities on two workers, each a
 separate process. A turn streams a real recorded model response (see
@@ -33,10 +33,10 @@ from temporalio import activity, workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from stallguard.temporal import GuardedTurn, Profile, guarded_activity
+    from stallwarden.temporal import GuardedTurn, Profile, guarded_activity
 
 STREAM = "sources/tests/fixtures/recorded/anthropic/anthropic-tool-search-deferred-regex.chunks.txt"
-QUEUE = "stallguard-fleet"
+QUEUE = "stallwarden-fleet"
 
 
 @activity.defn

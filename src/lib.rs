@@ -1,19 +1,19 @@
-//! stallguard: an embedded watchdog that tells a silent-but-working job from
+//! stallwarden: an embedded watchdog that tells a silent-but-working job from
 //! a dead one.
 //!
 //! This facade re-exports the engine ([`watchdog_core`], also as
 //! [`core`]), its [`sources`] and [`sinks`], and adds the TOML
 //! [`config`] (SPEC §7) and the [`control`] socket that serves a guard's
-//! task snapshots (R6.5). The `stallguard` binary (SPEC §8) is built on it.
+//! task snapshots (R6.5). The `stallwarden` binary (SPEC §8) is built on it.
 //!
 //! # Examples
 //!
 //! ```
-//! use stallguard::config::Config;
+//! use stallwarden::config::Config;
 //!
-//! let config = Config::from_str("[defaults]\nidle = \"90s\"\n", "stallguard.toml").unwrap();
+//! let config = Config::from_str("[defaults]\nidle = \"90s\"\n", "stallwarden.toml").unwrap();
 //! let profile = config.profile(None).unwrap();
-//! let guard = stallguard::Guard::builder().clock(stallguard::ManualClock::new()).build();
+//! let guard = stallwarden::Guard::builder().clock(stallwarden::ManualClock::new()).build();
 //! let task = guard.start("job", profile).unwrap();
 //! task.finish_completed();
 //! ```
@@ -28,8 +28,8 @@
 pub mod config;
 pub mod control;
 
-pub use stallguard_sinks as sinks;
-pub use stallguard_sources as sources;
+pub use stallwarden_sinks as sinks;
+pub use stallwarden_sources as sources;
 pub use watchdog_core as core;
 pub use watchdog_core::*;
 

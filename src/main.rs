@@ -1,4 +1,4 @@
-//! The `stallguard` command: `run` puts the watchdog around any command,
+//! The `stallwarden` command: `run` puts the watchdog around any command,
 //! `check` validates a config, `list` and `describe` read a control socket.
 
 mod cli;

@@ -1,9 +1,9 @@
 //! A drop-in you can trust (R8.8, R8.9, R8.10): each scenario runs under GNU
-//! `timeout` (/usr/bin/timeout) and under the built `stallguard`, on real
+//! `timeout` (/usr/bin/timeout) and under the built `stallwarden`, on real
 //! processes, and asserts the same exit status (as a shell sees it: the
 //! code, or 128+N for a death by signal N) and the same fate of every
-//! process, checked by pid. stallguard's own extras (the stall line, the
-//! `--events` lines) are asserted on top. Where stallguard does better on
+//! process, checked by pid. stallwarden's own extras (the stall line, the
+//! `--events` lines) are asserted on top. Where stallwarden does better on
 //! purpose (R8.6 stops what the command left running, where `timeout`
 //! leaves it to init), the comparison runs with `--on-leftover keep`, and
 //! the better fate is asserted separately.
@@ -22,7 +22,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 mod common;
-use common::{events, stallguard, types, wait::exits_within, KillOnDrop, BOUND};
+use common::{events, stallwarden, types, wait::exits_within, KillOnDrop, BOUND};
 
 /// GNU coreutils' `timeout`, the reference.
 const TIMEOUT: &str = "/usr/bin/timeout";
@@ -31,7 +31,7 @@ const TIMEOUT: &str = "/usr/bin/timeout";
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Wrapper {
     Timeout,
-    Stallguard,
+    Stallwarden,
 }
 
 /// One wrapped run in a fresh directory: the wrapper, its stdout as lines,
@@ -46,7 +46,7 @@ struct Run {
 
 impl Run {
     /// Starts `script` under `sh -c` in `wrapper`: `timeout 600` (or
-    /// `timeout_args`) or `stallguard run ARGS`, with stdout piped to this
+    /// `timeout_args`) or `stallwarden run ARGS`, with stdout piped to this
     /// test unless `stdout` says otherwise.
     fn start(
         wrapper: Wrapper,
@@ -67,8 +67,8 @@ impl Run {
                 });
                 c
             }
-            Wrapper::Stallguard => {
-                let mut c = stallguard(dir.path());
+            Wrapper::Stallwarden => {
+                let mut c = stallwarden(dir.path());
                 let ev = dir.path().join("events.jsonl");
                 c.args(["run", "--events", ev.to_str().unwrap()])
                     .args(sg_args);
@@ -224,7 +224,7 @@ fn r8_8_a_finished_command_keeps_its_0_through_the_leftover_grace() {
     let t_fate = fates(&pids);
 
     let keep = [&sg[..], &["--on-leftover", "keep"]].concat();
-    let mut k = Run::start(Wrapper::Stallguard, &[], &keep, EXIT_0_LEFTOVER, None);
+    let mut k = Run::start(Wrapper::Stallwarden, &[], &keep, EXIT_0_LEFTOVER, None);
     let kpids = k.pids();
     let (ks, kerr) = k.finish();
     assert_eq!(shell_status(ks), shell_status(ts), "{kerr}");
@@ -232,7 +232,7 @@ fn r8_8_a_finished_command_keeps_its_0_through_the_leftover_grace() {
     assert_eq!(fates(&kpids), t_fate, "fates differ from timeout's");
     assert_eq!(t_fate, [true], "the leftover runs on under timeout");
 
-    let mut s = Run::start(Wrapper::Stallguard, &[], &sg, EXIT_0_LEFTOVER, None);
+    let mut s = Run::start(Wrapper::Stallwarden, &[], &sg, EXIT_0_LEFTOVER, None);
     let spids = s.pids();
     let (ss, serr) = s.finish();
     assert_eq!(shell_status(ss), 0, "{serr}");
@@ -263,14 +263,14 @@ fn r8_8_a_finished_command_keeps_its_3_through_the_leak_wait() {
     let t_fate = fates(&pids);
 
     let keep = [&sg[..], &["--on-leftover", "keep"]].concat();
-    let mut k = Run::start(Wrapper::Stallguard, &[], &keep, EXIT_3_LEAK, None);
+    let mut k = Run::start(Wrapper::Stallwarden, &[], &keep, EXIT_3_LEAK, None);
     let kpids = k.pids();
     let (ks, kerr) = k.finish();
     assert_eq!(shell_status(ks), shell_status(ts), "{kerr}");
     assert_eq!(shell_status(ks), 3, "{kerr}");
     assert_eq!(fates(&kpids), t_fate);
 
-    let mut s = Run::start(Wrapper::Stallguard, &[], &sg, EXIT_3_LEAK, None);
+    let mut s = Run::start(Wrapper::Stallwarden, &[], &sg, EXIT_3_LEAK, None);
     let spids = s.pids();
     let (ss, serr) = s.finish();
     assert_eq!(shell_status(ss), 3, "{serr}");
@@ -299,7 +299,7 @@ const TWO_SLEEPS: &str = "(read -r me _ < /proc/self/stat; sleep 0.5; echo \"pid
 // R8.9, R8.2: HUP, INT, QUIT and TERM sent to the wrapper reach the
 // command's group; the status is 128+N, as `timeout` gives, and every
 // process ends as under `timeout` (a shell's background child ignores INT
-// and QUIT, under both). stallguard itself never dies of the signal: it
+// and QUIT, under both). stallwarden itself never dies of the signal: it
 // exits with the code and writes `finished`.
 #[test]
 fn r8_9_hup_int_quit_term_reach_the_group_as_under_timeout() {
@@ -311,13 +311,13 @@ fn r8_9_hup_int_quit_term_reach_the_group_as_under_timeout() {
         let t_fate = fates(&tpids);
 
         let sg = ["--idle", "1m", "--on-leftover", "keep"];
-        let mut s = Run::start(Wrapper::Stallguard, &[], &sg, TWO_SLEEPS, None);
+        let mut s = Run::start(Wrapper::Stallwarden, &[], &sg, TWO_SLEEPS, None);
         let spids = s.pids();
         s.signal(sig);
         let (ss, serr) = s.finish();
         assert_eq!(shell_status(ss), shell_status(ts), "signal {sig}: {serr}");
         assert_eq!(shell_status(ss), 128 + sig, "signal {sig}: {serr}");
-        assert_eq!(ss.code(), Some(128 + sig), "stallguard died of {sig}");
+        assert_eq!(ss.code(), Some(128 + sig), "stallwarden died of {sig}");
         assert_eq!(
             fates(&spids),
             t_fate,
@@ -345,7 +345,7 @@ fn r8_9_a_hup_the_command_ignores_leaves_both_running() {
     t.signal(libc::SIGHUP);
     let (ts, _) = t.finish();
 
-    let mut s = Run::start(Wrapper::Stallguard, &[], &["--idle", "1m"], script, None);
+    let mut s = Run::start(Wrapper::Stallwarden, &[], &["--idle", "1m"], script, None);
     s.pids();
     s.signal(libc::SIGHUP);
     let (ss, serr) = s.finish();
@@ -357,7 +357,7 @@ fn r8_9_a_hup_the_command_ignores_leaves_both_running() {
 // R8.9: USR1, USR2, ALRM and the real-time signals reach the group too. The reference here is
 // coreutils 9.10's `timeout`, which forwards every terminating signal; the
 // 9.1 installed on Debian 12 dies of USR1 itself and leaves the command
-// running under init, so only stallguard runs.
+// running under init, so only stallwarden runs.
 #[test]
 fn r8_9_usr1_usr2_alrm_realtime_reach_the_group() {
     for sig in [
@@ -367,7 +367,7 @@ fn r8_9_usr1_usr2_alrm_realtime_reach_the_group() {
         libc::SIGRTMIN() + 3,
     ] {
         let sg = ["--idle", "1m"];
-        let mut s = Run::start(Wrapper::Stallguard, &[], &sg, TWO_SLEEPS, None);
+        let mut s = Run::start(Wrapper::Stallwarden, &[], &sg, TWO_SLEEPS, None);
         let spids = s.pids();
         s.signal(sig);
         let (ss, serr) = s.finish();
@@ -378,7 +378,7 @@ fn r8_9_usr1_usr2_alrm_realtime_reach_the_group() {
 }
 
 // R8.9: a stopped command gets SIGCONT after the cancel's SIGTERM and runs
-// its handler at once, as under `timeout` (124 both); stallguard's grace
+// its handler at once, as under `timeout` (124 both); stallwarden's grace
 // period (1 h) is never waited out, no SIGKILL is sent, and the stall line
 // names the idle budget.
 #[test]
@@ -390,7 +390,7 @@ fn r8_9_a_stopped_command_runs_its_sigterm_handler_on_a_cancel() {
     let t_out = t.rest();
 
     let sg = ["--idle", "1s", "--grace", "1h"];
-    let mut s = Run::start(Wrapper::Stallguard, &[], &sg, script, None);
+    let mut s = Run::start(Wrapper::Stallwarden, &[], &sg, script, None);
     let spids = s.pids();
     let (ss, serr) = s.finish();
     let s_out = s.rest();
@@ -421,7 +421,7 @@ fn r8_9_a_signal_ends_the_leak_wait_at_once() {
     let t_fate = fates(&tpids);
 
     let sg = ["--leak-timeout", "1h", "--on-leftover", "keep"];
-    let mut s = Run::start(Wrapper::Stallguard, &[], &sg, SIGNAL_IN_AFTERMATH, None);
+    let mut s = Run::start(Wrapper::Stallwarden, &[], &sg, SIGNAL_IN_AFTERMATH, None);
     let spids = s.pids();
     let (ss, serr) = s.finish();
     assert_eq!(shell_status(ss), shell_status(ts), "{serr}");
@@ -443,7 +443,7 @@ fn r8_9_a_signal_ends_the_leftover_grace_at_once() {
     let script =
         SIGNAL_IN_AFTERMATH.replace("exec sleep 60) &", "exec sleep 60) >/dev/null 2>&1 &");
     let sg = ["--grace", "1h"];
-    let mut s = Run::start(Wrapper::Stallguard, &[], &sg, &script, None);
+    let mut s = Run::start(Wrapper::Stallwarden, &[], &sg, &script, None);
     let spids = s.pids();
     let (ss, serr) = s.finish();
     assert_eq!(ss.code(), Some(0), "{serr}");
@@ -454,7 +454,7 @@ fn r8_9_a_signal_ends_the_leftover_grace_at_once() {
 }
 
 // R8.9: when a thread it needs cannot be had after the command started
-// (injected through the hidden STALLGUARD_TEST_FAIL), stallguard kills the
+// (injected through the hidden STALLWARDEN_TEST_FAIL), stallwarden kills the
 // command's group, says why and exits 124, never 125 ("did not start") and
 // never with the command left running. `timeout` has no threads to lose;
 // its guarantee is the same: no command outlives it unwatched.
@@ -466,8 +466,8 @@ fn r8_9_no_thread_after_the_start_stops_the_command_not_125() {
     ] {
         let dir = tempfile::tempdir().unwrap();
         let ev = dir.path().join("events.jsonl");
-        let child = stallguard(dir.path())
-            .env("STALLGUARD_TEST_FAIL", point)
+        let child = stallwarden(dir.path())
+            .env("STALLWARDEN_TEST_FAIL", point)
             .args(["run", "--events", ev.to_str().unwrap(), "--"])
             .args(["sh", "-c", "sleep 60 & exec sleep 60"])
             .stdout(Stdio::null())
@@ -498,7 +498,7 @@ fn r8_9_no_thread_after_the_start_stops_the_command_not_125() {
 fn r8_10_a_reader_that_goes_away_ends_the_command_with_141() {
     for script in ["exec yes", "exec seq 1 50000000"] {
         let mut statuses = Vec::new();
-        for w in [Wrapper::Timeout, Wrapper::Stallguard] {
+        for w in [Wrapper::Timeout, Wrapper::Stallwarden] {
             let mut r = Run::start(w, &[], &["--idle", "1m"], script, None);
             let mut line = String::new();
             r.stdout.as_mut().unwrap().read_line(&mut line).unwrap();
@@ -525,7 +525,7 @@ fn r8_10_a_full_disk_is_said_once_and_never_exits_0() {
         };
         let mut t = Run::start(Wrapper::Timeout, &[], &[], script, full());
         let (ts, _) = t.finish();
-        let mut s = Run::start(Wrapper::Stallguard, &[], &[], script, full());
+        let mut s = Run::start(Wrapper::Stallwarden, &[], &[], script, full());
         let (ss, serr) = s.finish();
         assert_eq!(shell_status(ts), 1, "timeout: {script}");
         assert_eq!(shell_status(ss), shell_status(ts), "{script}: {serr}");
@@ -545,15 +545,15 @@ fn r8_10_a_full_disk_is_said_once_and_never_exits_0() {
 fn r8_10_a_stderr_reader_that_goes_away_ends_the_command_with_141() {
     let dir = tempfile::tempdir().unwrap();
     let mut statuses = Vec::new();
-    for w in [Wrapper::Timeout, Wrapper::Stallguard] {
+    for w in [Wrapper::Timeout, Wrapper::Stallwarden] {
         let mut cmd = match w {
             Wrapper::Timeout => {
                 let mut c = Command::new(TIMEOUT);
                 c.current_dir(dir.path()).stdin(Stdio::null()).arg("600");
                 c
             }
-            Wrapper::Stallguard => {
-                let mut c = stallguard(dir.path());
+            Wrapper::Stallwarden => {
+                let mut c = stallwarden(dir.path());
                 c.args(["run", "--idle", "1m", "--"]);
                 c
             }

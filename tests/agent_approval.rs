@@ -1,6 +1,6 @@
 //! `on-input-wait = "pause"` inside a real agent CLI (R8.13, R2.8, issue
 //! 27 part 4): Claude Code, interactive (its TUI, not `-p`), under
-//! `stallguard run --pty` on a real terminal, against the mock model of
+//! `stallwarden run --pty` on a real terminal, against the mock model of
 //! tests/agent_mock.py on loopback.
 //!
 //! - An approval prompt (the model asks for `touch approved`, which the
@@ -48,8 +48,8 @@ const PAUSED: &str = "waiting for input on the terminal (on-input-wait = pause)"
 /// stretch the silence before the prompt toward the budget.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-/// `stallguard run` on a real terminal: a pty whose slave is its stdin,
-/// stdout and stderr and its controlling terminal, stallguard the leader
+/// `stallwarden run` on a real terminal: a pty whose slave is its stdin,
+/// stdout and stderr and its controlling terminal, stallwarden the leader
 /// of the pty's session and so its foreground group, as in a user's
 /// terminal. Everything the terminal shows is kept.
 struct OnTerminal {
@@ -129,7 +129,7 @@ impl OnTerminal {
         plain(&String::from_utf8_lossy(&self.screen.lock().unwrap()))
     }
 
-    /// Waits for stallguard's exit within [`BOUND`]; its status code.
+    /// Waits for stallwarden's exit within [`BOUND`]; its status code.
     fn wait(&mut self) -> Option<i32> {
         let pid = self.child.id();
         let done = until(pid, BOUND, Duration::from_secs(1), || {
@@ -137,7 +137,10 @@ impl OnTerminal {
         });
         // Past the bound, dropping `self` stops the run.
         let Some(status) = done else {
-            panic!("stallguard did not end within {BOUND:?}: {}", self.screen());
+            panic!(
+                "stallwarden did not end within {BOUND:?}: {}",
+                self.screen()
+            );
         };
         status.code()
     }
@@ -145,7 +148,7 @@ impl OnTerminal {
 
 impl Drop for OnTerminal {
     fn drop(&mut self) {
-        // A failing test leaves nothing: SIGTERM makes stallguard stop the
+        // A failing test leaves nothing: SIGTERM makes stallwarden stop the
         // command's group (R8.2) before it ends; SIGKILL if it does not.
         if self.child.try_wait().ok().flatten().is_none() {
             // SAFETY: kill(2) on our own unreaped child.
@@ -225,10 +228,10 @@ impl Scratch {
     }
 }
 
-/// `stallguard run --pty --on-input-wait pause --idle IDLE` around an
+/// `stallwarden run --pty --on-input-wait pause --idle IDLE` around an
 /// interactive `claude "run it"` against `mock`.
-fn claude_under_stallguard(bin: &Path, mock: &Mock, s: &Scratch) -> OnTerminal {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_stallguard"));
+fn claude_under_stallwarden(bin: &Path, mock: &Mock, s: &Scratch) -> OnTerminal {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_stallwarden"));
     c.current_dir(s.path("work"))
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -256,9 +259,9 @@ fn claude_under_stallguard(bin: &Path, mock: &Mock, s: &Scratch) -> OnTerminal {
     OnTerminal::spawn(c)
 }
 
-/// The task as `describe --json` shows it now, if stallguard answers.
+/// The task as `describe --json` shows it now, if stallwarden answers.
 fn describe(s: &Scratch) -> Option<serde_json::Value> {
-    let out = common::stallguard(&s.path("work"))
+    let out = common::stallwarden(&s.path("work"))
         .args(["describe", "--json", "--socket"])
         .arg(s.path("sg.sock"))
         .output()
@@ -302,7 +305,7 @@ fn claude_code_approval_prompt_pauses_the_budgets_until_answered() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let mock = Mock::start("approve");
     let s = Scratch::new();
-    let mut term = claude_under_stallguard(&bin, &mock, &s);
+    let mut term = claude_under_stallwarden(&bin, &mock, &s);
     let pid = term.child.id();
     let every = Duration::from_millis(200);
 
@@ -348,7 +351,7 @@ fn claude_code_approval_prompt_pauses_the_budgets_until_answered() {
     );
     assert_eq!(code, Some(124), "{screen}");
     assert!(
-        screen.contains(&format!("stallguard: idle budget {IDLE} exceeded")),
+        screen.contains(&format!("stallwarden: idle budget {IDLE} exceeded")),
         "{screen}"
     );
     // The stall came from the silence after the answer, not the one held.
@@ -370,7 +373,7 @@ fn claude_code_silent_model_stream_is_no_input_wait() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let mock = Mock::start("hang");
     let s = Scratch::new();
-    let mut term = claude_under_stallguard(&bin, &mock, &s);
+    let mut term = claude_under_stallwarden(&bin, &mock, &s);
     let pid = term.child.id();
     let every = Duration::from_millis(200);
 
@@ -399,7 +402,7 @@ fn claude_code_silent_model_stream_is_no_input_wait() {
     );
     assert_eq!(code, Some(124), "{screen}");
     assert!(
-        screen.contains(&format!("stallguard: idle budget {IDLE} exceeded")),
+        screen.contains(&format!("stallwarden: idle budget {IDLE} exceeded")),
         "{screen}"
     );
     // R8.13: the stall names the model's stream that Claude Code's HTTP

@@ -1,4 +1,4 @@
-//! `stallguard run --stream FORMAT` on replayed agent CLI recordings
+//! `stallwarden run --stream FORMAT` on replayed agent CLI recordings
 //! (R5.10, R2.2, R5.3, R4.1, R8.1–R8.3).
 //!
 //! A child `sh` replays a fixture from sources/tests/fixtures/agent/ at real
@@ -11,7 +11,7 @@ use std::process::{Child, Output, Stdio};
 use std::time::Duration;
 
 mod common;
-use common::{events, stallguard, stderr, types};
+use common::{events, stallwarden, stderr, types};
 
 /// Generous bound for a run of a few seconds.
 const BOUND: Duration = Duration::from_secs(60);
@@ -37,17 +37,17 @@ fn replay(file: &Path, head: usize, secs: u32) -> String {
     )
 }
 
-/// Runs `stallguard run ARGS -- sh -c SCRIPT` in a directory whose
-/// stallguard.toml sets idle = "1s", execution = "10m", and startup =
+/// Runs `stallwarden run ARGS -- sh -c SCRIPT` in a directory whose
+/// stallwarden.toml sets idle = "1s", execution = "10m", and startup =
 /// "30s" so a slow spawn on a loaded machine is not a stall (and `extra`).
 fn run_replay(extra: &str, args: &[&str], script: &str) -> (Output, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
-        dir.path().join("stallguard.toml"),
+        dir.path().join("stallwarden.toml"),
         format!("[defaults]\nidle = \"1s\"\nexecution = \"10m\"\nstartup = \"30s\"\n{extra}"),
     )
     .unwrap();
-    let child = stallguard(dir.path())
+    let child = stallwarden(dir.path())
         .arg("run")
         .args(args)
         .args(["--", "sh", "-c", script])
@@ -141,7 +141,7 @@ fn bad_stream_value_is_a_config_error_with_its_place() {
     let (out, _dir) = run_replay("stream = \"cursor\"\n", &[], "echo ran");
     assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
     let err = stderr(&out);
-    assert!(err.contains("stallguard.toml:5"), "{err}");
+    assert!(err.contains("stallwarden.toml:5"), "{err}");
     assert!(err.contains("stream"), "{err}");
     assert!(err.contains("claude-code"), "{err}");
     assert!(out.stdout.is_empty());
@@ -173,11 +173,11 @@ fn describe_shows_the_running_tool_and_its_age() {
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("sg.sock");
     std::fs::write(
-        dir.path().join("stallguard.toml"),
+        dir.path().join("stallwarden.toml"),
         "[defaults]\nidle = \"1s\"\nexecution = \"10m\"\n",
     )
     .unwrap();
-    let child = stallguard(dir.path())
+    let child = stallwarden(dir.path())
         .args(["run", "--stream", "claude-code", "--socket"])
         .arg(&sock)
         .args(["--", "sh", "-c", &replay(&file, 3, 4)])
@@ -186,10 +186,10 @@ fn describe_shows_the_running_tool_and_its_age() {
         .spawn()
         .unwrap();
     // Looks at the control socket until describe shows the tool, between
-    // looks waiting on stallguard's pidfd (it ends, the looks end).
+    // looks waiting on stallwarden's pidfd (it ends, the looks end).
     let mut last = String::new();
     let text = common::wait::until(child.id(), BOUND, Duration::from_millis(100), || {
-        let out = stallguard(dir.path())
+        let out = stallwarden(dir.path())
             .args(["describe", "sh", "--socket"])
             .arg(&sock)
             .output()
@@ -234,11 +234,11 @@ fn qwen_silent_shell_call_runs_to_its_end() {
 fn check_shows_each_profiles_stream_format() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
-        dir.path().join("stallguard.toml"),
+        dir.path().join("stallwarden.toml"),
         "[defaults]\nidle = \"1s\"\n[profile.agent]\nstream = \"qwen\"\n",
     )
     .unwrap();
-    let out = stallguard(dir.path()).arg("check").output().unwrap();
+    let out = stallwarden(dir.path()).arg("check").output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     let row = text

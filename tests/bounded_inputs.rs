@@ -10,7 +10,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use common::{events, stallguard, types, wait_bounded};
+use common::{events, stallwarden, types, wait_bounded};
 
 fn err(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -20,9 +20,9 @@ fn out(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// Runs `stallguard ARGS` in `dir` with piped output, bounded.
+/// Runs `stallwarden ARGS` in `dir` with piped output, bounded.
 fn sg(dir: &Path, args: &[&str]) -> Output {
-    let child = stallguard(dir)
+    let child = stallwarden(dir)
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -31,7 +31,7 @@ fn sg(dir: &Path, args: &[&str]) -> Output {
     wait_bounded(child)
 }
 
-/// Runs GNU `timeout 30 ARGS` in `dir`, bounded as stallguard is.
+/// Runs GNU `timeout 30 ARGS` in `dir`, bounded as stallwarden is.
 fn gnu_timeout(dir: &Path, args: &[&str]) -> Output {
     let child = Command::new("timeout")
         .arg("30")
@@ -124,14 +124,14 @@ fn durations_past_100_years_are_refused_with_the_range() {
     assert!(err(&o).contains("0s..=100years"), "{}", err(&o));
 
     std::fs::write(
-        d.join("stallguard.toml"),
+        d.join("stallwarden.toml"),
         "[defaults]\nleak-timeout = \"9223372036854775807s\"\n",
     )
     .unwrap();
     let o = sg(d, &["check"]);
     assert_eq!(o.status.code(), Some(125), "{}", err(&o));
     assert!(
-        err(&o).contains("stallguard.toml:2:16: defaults.leak-timeout"),
+        err(&o).contains("stallwarden.toml:2:16: defaults.leak-timeout"),
         "{}",
         err(&o)
     );
@@ -196,7 +196,7 @@ fn ten_concurrent_runs_share_one_events_file() {
     std::fs::write(&file, "{\"type\":\"before\"}\n").unwrap();
     let runs: Vec<_> = (0..10)
         .map(|i| {
-            stallguard(dir.path())
+            stallwarden(dir.path())
                 .args(["run", "--events", "events.jsonl", "--heartbeat", "1s", "--"])
                 .args(["sh", "-c", &format!("echo run-{i}; sleep 2; echo done-{i}")])
                 .stdout(Stdio::piped())
@@ -255,7 +255,7 @@ fn an_events_fifo_reader_that_comes_late_gets_every_event() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("events.fifo");
     mkfifo(&fifo);
-    let run = stallguard(dir.path())
+    let run = stallwarden(dir.path())
         .args([
             "run",
             "--events",
@@ -381,7 +381,7 @@ fn escapes_in_process_names_are_shown_escaped() {
 #[test]
 fn an_unusable_tmpdir_does_not_hand_down_the_parents_notify_socket() {
     let dir = tempfile::tempdir().unwrap();
-    let child = stallguard(dir.path())
+    let child = stallwarden(dir.path())
         .env("TMPDIR", dir.path().join("missing"))
         .env("NOTIFY_SOCKET", "/run/systemd/notify")
         .args(["run", "--", "sh", "-c", "echo \"[$NOTIFY_SOCKET]\""])
@@ -489,7 +489,7 @@ fn stream_without_an_execution_budget_gives_tools_30m() {
 fn execution_flag_bounds_a_silent_tool() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
-        dir.path().join("stallguard.toml"),
+        dir.path().join("stallwarden.toml"),
         "[defaults]\nexecution = \"10m\"\n",
     )
     .unwrap();
@@ -525,7 +525,7 @@ fn execution_flag_bounds_a_silent_tool() {
 fn check_shows_the_stream_execution_default() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
-        dir.path().join("stallguard.toml"),
+        dir.path().join("stallwarden.toml"),
         "[profile.agent]\nstream = \"codex\"\nexecution = \"off\"\n[profile.set]\nstream = \"codex\"\nexecution = \"20m\"\n",
     )
     .unwrap();
@@ -564,7 +564,7 @@ fn escapes_in_task_names_are_shown_escaped_by_list_and_describe() {
     let dir = tempfile::tempdir().unwrap();
     let name = "t\x1b[2Jx";
     script(dir.path(), name, "#!/bin/sh\necho up\nsleep 20\n");
-    let run = stallguard(dir.path())
+    let run = stallwarden(dir.path())
         .args(["run", "--socket", "sg.sock", "--", &format!("./{name}")])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

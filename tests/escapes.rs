@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 mod common;
-use common::{events, run, stallguard, stderr, types, wait_bounded, BOUND};
+use common::{events, run, stallwarden, stderr, types, wait_bounded, BOUND};
 
 /// The pid the command wrote to `file` in `dir`.
 fn pid_in(dir: &Path, file: &str) -> u32 {
@@ -42,7 +42,7 @@ fn assert_gone(pid: u32, what: &str) {
             nix::unistd::Pid::from_raw(pid as i32),
             nix::sys::signal::Signal::SIGKILL,
         );
-        panic!("{what} (pid {pid}) outlived stallguard");
+        panic!("{what} (pid {pid}) outlived stallwarden");
     }
 }
 
@@ -68,7 +68,7 @@ fn event<'a>(events: &'a [Value], ty: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {ty} event in {:?}", types(events)))
 }
 
-/// Runs `stallguard run --events FILE ARGS` in `dir`; returns how it
+/// Runs `stallwarden run --events FILE ARGS` in `dir`; returns how it
 /// ended and the events it wrote.
 fn run_with_events(dir: &Path, args: &[&str]) -> (Output, Vec<Value>) {
     let ev = dir.join("events.jsonl");
@@ -84,7 +84,7 @@ fn await_file(file: &str) -> String {
 }
 
 // R8.5, R8.6: a `setsid` daemon keeps the command's stdout open after it
-// exits. stallguard waits leak-timeout, names it as leaked (stderr and the
+// exits. stallwarden waits leak-timeout, names it as leaked (stderr and the
 // `leaked` event), stops it as a leftover, and exits with the command's own
 // status.
 #[test]
@@ -229,7 +229,7 @@ fn tee_behind_process_substitution_is_leaked_and_stopped() {
 }
 
 // R8.5, R8.6: a writer blocked opening a fifo nobody reads, in a session of
-// its own and holding our stderr, neither hangs stallguard nor survives it.
+// its own and holding our stderr, neither hangs stallwarden nor survives it.
 #[test]
 fn fifo_writer_blocked_in_open_is_leaked_and_stopped() {
     let dir = tempfile::tempdir().unwrap();
@@ -256,7 +256,7 @@ fn fifo_writer_blocked_in_open_is_leaked_and_stopped() {
 fn refused_extension_is_a_line_and_an_event() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
-        dir.path().join("stallguard.toml"),
+        dir.path().join("stallwarden.toml"),
         "[defaults]\ndeadline = \"30s\"\nmax-deadline = \"40s\"\n",
     )
     .unwrap();
@@ -288,7 +288,7 @@ fn refused_extension_is_a_line_and_an_event() {
 fn dash_v_shows_what_sources_log() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
-        dir.path().join("stallguard.toml"),
+        dir.path().join("stallwarden.toml"),
         "[defaults]\ndeadline = \"30s\"\nmax-deadline = \"40s\"\n",
     )
     .unwrap();
@@ -346,7 +346,7 @@ fn malformed_datagram_count_shows_under_dash_v() {
 fn leftover_and_leak_keys_come_from_the_config_and_bad_values_are_named() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
-        dir.path().join("stallguard.toml"),
+        dir.path().join("stallwarden.toml"),
         "[defaults]\nleak-timeout = \"200ms\"\non-leftover = \"keep\"\n",
     )
     .unwrap();
@@ -381,20 +381,20 @@ fn leftover_and_leak_keys_come_from_the_config_and_bad_values_are_named() {
     );
 
     std::fs::write(
-        dir.path().join("stallguard.toml"),
+        dir.path().join("stallwarden.toml"),
         "[defaults]\non-leftover = \"maybe\"\n",
     )
     .unwrap();
     let bad = run(dir.path(), &["run", "--", "sh", "-c", "touch ran"]);
     assert_eq!(bad.status.code(), Some(125));
     let err = stderr(&bad);
-    assert!(err.contains("stallguard.toml:2"), "{err}");
+    assert!(err.contains("stallwarden.toml:2"), "{err}");
     assert!(err.contains("on-leftover") && err.contains("keep"), "{err}");
     assert!(!dir.path().join("ran").exists());
 }
 
 // R8.6, R5.5: a silent worker that escaped the command's group is sampled
-// (stallguard is its parent now) and named among the stall's suspects, on
+// (stallwarden is its parent now) and named among the stall's suspects, on
 // stderr and in the `stalled` event's children.
 #[test]
 fn a_stall_names_an_escaped_silent_worker_among_the_suspects() {
@@ -478,7 +478,7 @@ fn describe_shows_malformed_datagram_counts() {
         for d in [b'WATCHDOG', b'WATCHDOG=2', b'WATCHDOG=2']:\n    s.sendto(d, os.environ['NOTIFY_SOCKET'])\n\
         open('sent', 'w').close()\n\
         while not os.path.exists('stop'): time.sleep(0.05)\n";
-    let child = stallguard(dir.path())
+    let child = stallwarden(dir.path())
         .args(["run", "--idle", "1m", "--socket", sock.to_str().unwrap()])
         .args(["--", "python3", "-c", script])
         .stdout(Stdio::piped())
@@ -486,7 +486,7 @@ fn describe_shows_malformed_datagram_counts() {
         .spawn()
         .unwrap();
     // Looks at the control socket until the counts show, between looks
-    // waiting on stallguard's pidfd (it ends, the looks end).
+    // waiting on stallwarden's pidfd (it ends, the looks end).
     let mut last = String::new();
     let shown = common::wait::until(child.id(), BOUND, Duration::from_millis(50), || {
         let out = run(

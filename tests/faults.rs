@@ -1,4 +1,4 @@
-//! Faults tried and survived (R10.2, R10.3): each test puts stallguard in
+//! Faults tried and survived (R10.2, R10.3): each test puts stallwarden in
 //! front of one thing that goes wrong — a command that ignores SIGTERM, one
 //! that leaves grandchildren behind, one that floods its output, one 1 GiB
 //! line, binary output, a closed stdout, a SIGKILL from outside, a blocked
@@ -11,7 +11,7 @@
 //! test starts is in a process group a [`GroupKiller`] SIGKILLs on drop, so
 //! a failing test leaves nothing running.
 //!
-//! Long modes: `STALLGUARD_FLOOD_SECS` (default 10) sets how long the flood
+//! Long modes: `STALLWARDEN_FLOOD_SECS` (default 10) sets how long the flood
 //! runs.
 
 use std::io::Read;
@@ -23,19 +23,19 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use stallguard::sinks::process::{GroupSignal, KillOutcome, ProcessSink};
+use stallwarden::sinks::process::{GroupSignal, KillOutcome, ProcessSink};
 
 mod common;
 use common::wait::{child_within, exits_within, until};
-use common::{events, stallguard, types, wait_bounded};
-use stallguard::{
+use common::{events, stallwarden, types, wait_bounded};
+use stallwarden::{
     Action, Delivery, Event, EventKind, Guard, ManualClock, Outcome, Profile, RecordingSink, Sink,
     SinkError,
 };
 
 /// Generous bound for anything that should take a few seconds.
 const BOUND: Duration = Duration::from_secs(60);
-/// The memory stallguard may use while copying any amount of output.
+/// The memory stallwarden may use while copying any amount of output.
 const MEMORY_BOUND_KIB: u64 = 64 * 1024;
 
 // ---------------------------------------------------------------- helpers
@@ -72,7 +72,7 @@ fn assert_finished_last(evs: &[Value]) -> &Value {
 }
 
 /// Looks at the events file until its `started` line shows the command's
-/// pid, waiting on stallguard's own process (`sg`) between looks.
+/// pid, waiting on stallwarden's own process (`sg`) between looks.
 fn started_pid(path: &Path, sg: u32) -> u32 {
     let started = || {
         events(path)
@@ -132,7 +132,7 @@ fn peak_rss_kib(pid: u32) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// Waits for stallguard while sampling its peak memory; returns the exit
+/// Waits for stallwarden while sampling its peak memory; returns the exit
 /// status and the highest `VmHWM` seen (0 if it exited before a sample).
 fn wait_sampling_memory(mut child: Child) -> (std::process::ExitStatus, u64) {
     let pid = child.id();
@@ -149,9 +149,9 @@ fn wait_sampling_memory(mut child: Child) -> (std::process::ExitStatus, u64) {
         if start.elapsed() > BOUND * 2 {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("stallguard did not exit within {:?}", BOUND * 2);
+            panic!("stallwarden did not exit within {:?}", BOUND * 2);
         }
-        // The sampling period: ends early when stallguard exits.
+        // The sampling period: ends early when stallwarden exits.
         exits_within(pid, Duration::from_millis(25));
     }
 }
@@ -172,7 +172,7 @@ fn verify_stream(
                 Ok(0) => break,
                 Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => panic!("reading stallguard's output: {e}"),
+                Err(e) => panic!("reading stallwarden's output: {e}"),
             };
             if mismatch.is_none() && buf[..n] != expected(total, n)[..] {
                 mismatch = Some(total);
@@ -225,7 +225,7 @@ fn a_tree_ignoring_sigterm_is_killed_whole_after_the_grace_period() {
     let dir = tempfile::tempdir().unwrap();
     let ev = dir.path().join("events.jsonl");
     let mut killer = GroupKiller::none();
-    let child = stallguard(dir.path())
+    let child = stallwarden(dir.path())
         .args(["run", "--idle", "1s", "--grace", "1s", "--events"])
         .arg(&ev)
         .args([
@@ -258,12 +258,12 @@ fn a_tree_ignoring_sigterm_is_killed_whole_after_the_grace_period() {
 }
 
 /// Runs `sh -c 'sleep 300 & sleep 300 & echo started; exit 0'` under
-/// stallguard; returns its output, its events and the command's pgid (the
+/// stallwarden; returns its output, its events and the command's pgid (the
 /// caller's `killer` SIGKILLs the group whatever happens).
 fn run_forking_command(killer: &mut GroupKiller) -> (Output, Vec<Value>, u32) {
     let dir = tempfile::tempdir().unwrap();
     let ev = dir.path().join("events.jsonl");
-    let child = stallguard(dir.path())
+    let child = stallwarden(dir.path())
         .args(["run", "--idle", "30s", "--events"])
         .arg(&ev)
         .args([
@@ -283,11 +283,11 @@ fn run_forking_command(killer: &mut GroupKiller) -> (Output, Vec<Value>, u32) {
 }
 
 // R10.2, R8.1, R8.2: a command that forks grandchildren and exits. The
-// grandchildren hold the output pipes open; stallguard drains them for a
+// grandchildren hold the output pipes open; stallwarden drains them for a
 // bounded time (2 s, `DRAIN_AFTER_EXIT` in src/cli/run.rs) rather than
 // hanging, exits with the command's own status, and delivers `finished`.
 #[test]
-fn a_command_that_forks_grandchildren_and_exits_does_not_hang_stallguard() {
+fn a_command_that_forks_grandchildren_and_exits_does_not_hang_stallwarden() {
     let mut killer = GroupKiller::none();
     let (out, evs, _) = run_forking_command(&mut killer);
     let err = String::from_utf8_lossy(&out.stderr);
@@ -298,7 +298,7 @@ fn a_command_that_forks_grandchildren_and_exits_does_not_hang_stallguard() {
     assert_eq!(finished["exit_code"], 0, "{finished}");
 }
 
-// R10.2, R10.3: after stallguard exits, nothing of the command's process
+// R10.2, R10.3: after stallwarden exits, nothing of the command's process
 // group is left running unwatched: once the leader exits, what is left of
 // the group gets SIGTERM, then SIGKILL after the grace period.
 #[test]
@@ -309,17 +309,17 @@ fn grandchildren_of_an_exited_command_are_not_left_behind() {
     let left = group_gone_within(pgid, Duration::from_secs(5));
     assert!(
         left.is_empty(),
-        "after stallguard exited, the command's group {pgid} still runs {left:?}"
+        "after stallwarden exited, the command's group {pgid} still runs {left:?}"
     );
 }
 
 // R5.1, R10.2, R10.3: a command writing as fast as it can for 10 s. Every
 // byte arrives in order (the stream is periodic, checked chunk by chunk),
 // the count matches what the command says it wrote, no event is lost, and
-// stallguard's peak memory stays under 64 MiB.
+// stallwarden's peak memory stays under 64 MiB.
 #[test]
 fn a_ten_second_output_flood_arrives_unaltered_in_flat_memory() {
-    let secs: f64 = std::env::var("STALLGUARD_FLOOD_SECS")
+    let secs: f64 = std::env::var("STALLWARDEN_FLOOD_SECS")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(10.0);
@@ -339,7 +339,7 @@ fn a_ten_second_output_flood_arrives_unaltered_in_flat_memory() {
     let dir = tempfile::tempdir().unwrap();
     let ev = dir.path().join("events.jsonl");
     let mut killer = GroupKiller::none();
-    let mut child = stallguard(dir.path())
+    let mut child = stallwarden(dir.path())
         .args(["run", "--idle", "5s", "--heartbeat", "1s", "--events"])
         .arg(&ev)
         .args(["--", "python3", "-c", &script])
@@ -362,7 +362,7 @@ fn a_ten_second_output_flood_arrives_unaltered_in_flat_memory() {
     let (status, peak_kib) = wait_sampling_memory(child);
     let (received, mismatch) = stdout.join().unwrap();
     let err = stderr.join().unwrap();
-    eprintln!("flood: {received} bytes, stallguard peaked at {peak_kib} KiB");
+    eprintln!("flood: {received} bytes, stallwarden peaked at {peak_kib} KiB");
     assert_eq!(status.code(), Some(0), "{err}");
     assert_eq!(mismatch, None, "output altered at byte {mismatch:?}");
     let wrote: u64 = err
@@ -375,7 +375,7 @@ fn a_ten_second_output_flood_arrives_unaltered_in_flat_memory() {
     assert!(peak_kib > 0, "no memory sample was taken");
     assert!(
         peak_kib < MEMORY_BOUND_KIB,
-        "stallguard peaked at {peak_kib} KiB copying {wrote} bytes"
+        "stallwarden peaked at {peak_kib} KiB copying {wrote} bytes"
     );
     let evs = events(&ev);
     let finished = assert_finished_last(&evs);
@@ -386,14 +386,14 @@ fn a_ten_second_output_flood_arrives_unaltered_in_flat_memory() {
 }
 
 // R5.1, R10.2: one 1 GiB line with no newline at all passes through whole,
-// and stallguard's memory stays bounded: it never buffers a line.
+// and stallwarden's memory stays bounded: it never buffers a line.
 #[test]
 fn one_gibibyte_line_without_a_newline_arrives_whole_in_bounded_memory() {
     const GIB: u64 = 1 << 30;
     let dir = tempfile::tempdir().unwrap();
     let ev = dir.path().join("events.jsonl");
     let mut killer = GroupKiller::none();
-    let mut child = stallguard(dir.path())
+    let mut child = stallwarden(dir.path())
         .args(["run", "--idle", "30s", "--events"])
         .arg(&ev)
         .args([
@@ -413,14 +413,14 @@ fn one_gibibyte_line_without_a_newline_arrives_whole_in_bounded_memory() {
     killer.set(started_pid(&ev, child.id()));
     let (status, peak_kib) = wait_sampling_memory(child);
     let (received, mismatch) = stdout.join().unwrap();
-    eprintln!("1 GiB line: stallguard peaked at {peak_kib} KiB");
+    eprintln!("1 GiB line: stallwarden peaked at {peak_kib} KiB");
     assert_eq!(status.code(), Some(0));
     assert_eq!(mismatch, None, "a byte other than 'a' at {mismatch:?}");
     assert_eq!(received, GIB, "bytes lost or added");
     assert!(peak_kib > 0, "no memory sample was taken");
     assert!(
         peak_kib < MEMORY_BOUND_KIB,
-        "stallguard peaked at {peak_kib} KiB on a 1 GiB line"
+        "stallwarden peaked at {peak_kib} KiB on a 1 GiB line"
     );
     assert_finished_last(&events(&ev));
 }
@@ -441,7 +441,7 @@ fn random_binary_output_on_both_streams_is_byte_identical() {
         .unwrap();
     assert!(direct.status.success());
     assert_eq!(direct.stdout.len(), 8 << 20);
-    let child = stallguard(dir.path())
+    let child = stallwarden(dir.path())
         .args(["run", "--idle", "30s", "--", "python3", "-c", script])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -465,13 +465,13 @@ fn random_binary_output_on_both_streams_is_byte_identical() {
 
 // R8.2, R10.3: a command that closes its stdout but keeps running is still
 // waited for — EOF on a pipe is not the end of the command — its stderr
-// still passes through, and its own status (5) is stallguard's.
+// still passes through, and its own status (5) is stallwarden's.
 #[test]
 fn a_command_that_closes_stdout_is_still_waited_for() {
     let dir = tempfile::tempdir().unwrap();
     let ev = dir.path().join("events.jsonl");
     let mut killer = GroupKiller::none();
-    let child = stallguard(dir.path())
+    let child = stallwarden(dir.path())
         .args(["run", "--idle", "30s", "--events"])
         .arg(&ev)
         .args([
@@ -497,14 +497,14 @@ fn a_command_that_closes_stdout_is_still_waited_for() {
 }
 
 // R8.2, R8.3: a command SIGKILLed by someone else exits 128+9 = 137 — a
-// signal stallguard did not send — with `finished` carrying signal 9 and
-// no exit code, and no `cancelling` (stallguard stopped nothing).
+// signal stallwarden did not send — with `finished` carrying signal 9 and
+// no exit code, and no `cancelling` (stallwarden stopped nothing).
 #[test]
 fn a_command_killed_from_outside_exits_137() {
     let dir = tempfile::tempdir().unwrap();
     let ev = dir.path().join("events.jsonl");
     let mut killer = GroupKiller::none();
-    let child = stallguard(dir.path())
+    let child = stallwarden(dir.path())
         .args(["run", "--idle", "60s", "--events"])
         .arg(&ev)
         .args(["--", "sh", "-c", "echo ready; exec sleep 300"])

@@ -1,5 +1,5 @@
 //! Hostile input (R10.2, R7.2, R5.4, R6.5): property-based generators for
-//! the three places stallguard reads what someone else wrote — TOML configs,
+//! the three places stallwarden reads what someone else wrote — TOML configs,
 //! control-socket requests and sd_notify datagrams — each from arbitrary
 //! bytes and from near-valid input built out of the real vocabulary. The
 //! properties: never a panic; a config is accepted or refused with an error
@@ -19,13 +19,13 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, FileFailurePersistence, TestRunner};
-use stallguard::config::{Config, ConfigErrorKind};
-use stallguard::control::ControlServer;
-use stallguard::sources::notify::{
+use stallwarden::config::{Config, ConfigErrorKind};
+use stallwarden::control::ControlServer;
+use stallwarden::sources::notify::{
     Malformed, Notification, NotifySocket, MAX_DATAGRAM, MAX_STATUS,
 };
-use stallguard::sources::Refusal;
-use stallguard::{Guard, ManualClock, Profile};
+use stallwarden::sources::Refusal;
+use stallwarden::{Guard, ManualClock, Profile};
 
 const ORIGIN: &str = "hostile.toml";
 

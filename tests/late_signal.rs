@@ -1,8 +1,8 @@
-//! R8.9, R8.6: a signal that reaches stallguard after the command exited
+//! R8.9, R8.6: a signal that reaches stallwarden after the command exited
 //! but before the waiter's news of the exit did belongs to the aftermath:
 //! it ends the leftover grace at once, as one sent a moment later would.
 //! Forwarded to the command's group instead (the command being gone), it
-//! would reach only the leftovers, which here ignore it, and stallguard
+//! would reach only the leftovers, which here ignore it, and stallwarden
 //! would wait out the whole grace.
 //!
 //! The window is real but short (a busy CI machine once hit it in
@@ -15,7 +15,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 mod common;
-use common::{events, stallguard, types, wait::exits_within, KillOnDrop};
+use common::{events, stallwarden, types, wait::exits_within, KillOnDrop};
 
 /// Starts a child that ignores SIGTERM, with no hold on the pipes, tells
 /// its pid and the command's, and exits 0.
@@ -25,8 +25,8 @@ const SCRIPT: &str = "(trap '' TERM; exec sleep 60) >/dev/null 2>&1 & echo \"pid
 fn r8_9_a_signal_between_the_exit_and_the_news_of_it_ends_the_grace() {
     let dir = tempfile::tempdir().unwrap();
     let ev = dir.path().join("events.jsonl");
-    let mut child = stallguard(dir.path())
-        .env("STALLGUARD_TEST_FAIL", "slow-waiter")
+    let mut child = stallwarden(dir.path())
+        .env("STALLWARDEN_TEST_FAIL", "slow-waiter")
         .args(["run", "--events", ev.to_str().unwrap(), "--grace", "1h"])
         .args(["--", "sh", "-c", SCRIPT])
         .stdout(Stdio::piped())

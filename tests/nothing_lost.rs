@@ -11,7 +11,7 @@
 //! One more test does the same with real processes and the real
 //! [`ProcessSink`]: every cancel becomes a SIGTERM, every kill a SIGKILL.
 //!
-//! `STALLGUARD_SEED` picks the seed (printed on failure); the long mode,
+//! `STALLWARDEN_SEED` picks the seed (printed on failure); the long mode,
 //! `cargo test --test nothing_lost -- --ignored`, runs twenty thousand tasks
 //! over several seeds.
 
@@ -23,8 +23,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
-use stallguard::sinks::process::{GroupSignal, ProcessSink};
-use stallguard::{
+use stallwarden::sinks::process::{GroupSignal, ProcessSink};
+use stallwarden::{
     Action, ActionKind, Delivered, Event, EventKind, Guard, ManualClock, Outcome, Profile,
     RecordingSink, Sink, SinkError, TaskHandle, TaskId,
 };
@@ -55,7 +55,7 @@ impl Rng {
 }
 
 fn seed() -> u64 {
-    std::env::var("STALLGUARD_SEED")
+    std::env::var("STALLWARDEN_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(DEFAULT_SEED)
@@ -228,7 +228,7 @@ fn worker(guard: Guard, w: usize, tasks: usize, seed: u64, ops: Arc<AtomicU64>) 
                 Some(call) => {
                     let _ = t
                         .handle
-                        .tool_finished(&call, stallguard::CallOutcome::Success);
+                        .tool_finished(&call, stallwarden::CallOutcome::Success);
                 }
                 None => {
                     calls += 1;

@@ -118,7 +118,7 @@ fn event_types(span: &Span) -> Vec<&str> {
         .collect()
 }
 
-// R6.8: one `stallguard.task` span per task, named and profiled, with the
+// R6.8: one `stallwarden.task` span per task, named and profiled, with the
 // task's events as span events; the stalled turn's span holds its stall
 // and its cancel, the others none.
 #[test]
@@ -149,7 +149,7 @@ fn each_task_is_exported_as_an_otlp_span_with_its_events() {
         ("review/turn-3", "review"),
     ] {
         let span = task(name);
-        assert_eq!(span.name, "stallguard.task");
+        assert_eq!(span.name, "stallwarden.task");
         assert_eq!(string_attr(&span.attributes, "profile"), Some(profile));
         let types = event_types(span);
         assert_eq!(types.first(), Some(&"started"), "{name}: {types:?}");

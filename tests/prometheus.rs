@@ -116,7 +116,10 @@ fn prometheus_scrapes_the_fleet_and_holds_its_numbers() {
     let report = dir.path().join("report.json");
 
     let fleet = Command::new(fleet_example())
-        .env("STALLGUARD_METRICS_ADDR", format!("127.0.0.1:{fleet_port}"))
+        .env(
+            "STALLWARDEN_METRICS_ADDR",
+            format!("127.0.0.1:{fleet_port}"),
+        )
         .env("FLEET_REPORT", &report)
         .env("FLEET_HOLD_SECS", PATIENCE.as_secs().to_string())
         .stdout(Stdio::null())
@@ -160,13 +163,13 @@ fn prometheus_scrapes_the_fleet_and_holds_its_numbers() {
     let stalls = produced["stalls"].as_u64().expect("stalls") as f64;
     assert!(stalls > 0.0, "the fleet must stall: {produced}");
 
-    wait_for(prom_pid, prom_port, "sum(stallguard_stalls_total)", stalls);
+    wait_for(prom_pid, prom_port, "sum(stallwarden_stalls_total)", stalls);
     for state in ["working", "stalled", "cancelling"] {
         let want = produced["tasks"][state].as_u64().expect("state count") as f64;
         wait_for(
             prom_pid,
             prom_port,
-            &format!("sum(stallguard_tasks{{state=\"{state}\"}}) or vector(0)"),
+            &format!("sum(stallwarden_tasks{{state=\"{state}\"}}) or vector(0)"),
             want,
         );
     }
@@ -174,13 +177,13 @@ fn prometheus_scrapes_the_fleet_and_holds_its_numbers() {
     wait_for(
         prom_pid,
         prom_port,
-        "count({__name__=~\"stallguard_.+\", task!=\"\"}) or vector(0)",
+        "count({__name__=~\"stallwarden_.+\", task!=\"\"}) or vector(0)",
         0.0,
     );
     wait_for(
         prom_pid,
         prom_port,
-        "count(count by (profile) (stallguard_stalls_total))",
+        "count(count by (profile) (stallwarden_stalls_total))",
         2.0,
     );
 }

@@ -1,6 +1,6 @@
 //! R8.11 on real processes: `--pty` for runtimes that buffer a pipe, byte
 //! for byte through the pty, and the order of stdout and stderr kept when
-//! stallguard's own are one open file (`> log 2>&1`, `2>&1 | cat`).
+//! stallwarden's own are one open file (`> log 2>&1`, `2>&1 | cat`).
 //!
 //! The children pace themselves (Python's `time.sleep`, `sh`'s `sleep`);
 //! the tests only wait for them, with a bound.
@@ -12,7 +12,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 mod common;
-use common::{events, stallguard, stderr, types};
+use common::{events, stallwarden, stderr, types};
 
 /// Generous bound for a run of a few seconds on a loaded machine.
 const BOUND: Duration = Duration::from_secs(60);
@@ -39,7 +39,7 @@ fn have(program: &str) -> bool {
 /// A Python child, its stdout NOT forced unbuffered, printing a line a
 /// second for five seconds.
 fn ticking_python(dir: &Path, extra: &[&str]) -> Output {
-    let child = stallguard(dir)
+    let child = stallwarden(dir)
         .args(["run", "--idle", "3s"])
         .args(extra)
         .args(["--", "python3", "-c"])
@@ -93,14 +93,14 @@ fn a_buffering_python_survives_with_pty() {
 fn the_pty_config_key_gives_a_terminal() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
-        dir.path().join("stallguard.toml"),
+        dir.path().join("stallwarden.toml"),
         "[defaults]\npty = true\n",
     )
     .unwrap();
     let probe = "if [ -t 1 ] && [ -t 2 ]; then echo tty; else echo pipe; fi; \
                  if [ -t 0 ]; then echo in-tty; else echo in-other; fi";
     let out = wait_bounded(
-        stallguard(dir.path())
+        stallwarden(dir.path())
             .args(["run", "--", "sh", "-c", probe])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -112,7 +112,7 @@ fn the_pty_config_key_gives_a_terminal() {
     assert_eq!(out.stdout, b"tty\nin-other\n");
     std::fs::write(dir.path().join("plain.toml"), "").unwrap();
     let plain = wait_bounded(
-        stallguard(dir.path())
+        stallwarden(dir.path())
             .args(["run", "-c", "plain.toml", "--", "sh", "-c", probe])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -134,7 +134,7 @@ fn output_through_the_pty_is_byte_exact() {
     data.extend_from_slice(b"\n\r\n\tlast line, no newline");
     std::fs::write(&path, &data).unwrap();
     let out = wait_bounded(
-        stallguard(dir.path())
+        stallwarden(dir.path())
             .args(["run", "--pty", "--", "cat"])
             .arg(&path)
             .stdout(Stdio::piped())
@@ -166,7 +166,7 @@ fn alternating_lines() -> String {
     (0..100).map(|i| format!("out{i}\nerr{i}\n")).collect()
 }
 
-// R8.11: `> log 2>&1`: stallguard's stdout and stderr are one open file,
+// R8.11: `> log 2>&1`: stallwarden's stdout and stderr are one open file,
 // so the command gets one pipe for both and the 200 lines keep their
 // order, every time.
 #[test]
@@ -176,7 +176,7 @@ fn order_is_kept_into_one_file_in_20_of_20_runs() {
     for run in 0..20 {
         let file = File::create(&log).unwrap();
         let out = wait_bounded(
-            stallguard(dir.path())
+            stallwarden(dir.path())
                 .args(["run", "--", "sh", "-c", ALTERNATING])
                 .stdout(file.try_clone().unwrap())
                 .stderr(file)
@@ -199,7 +199,7 @@ fn order_is_kept_into_one_shared_pipe_in_20_of_20_runs() {
     let dir = tempfile::tempdir().unwrap();
     for run in 0..20 {
         let (mut read, write) = pipe();
-        let mut command = stallguard(dir.path());
+        let mut command = stallwarden(dir.path());
         command
             .args(["run", "--", "sh", "-c", ALTERNATING])
             .stdout(write.try_clone().unwrap())
@@ -229,7 +229,7 @@ fn different_files_keep_the_streams_apart() {
         }
         args.extend(["--", "sh", "-c", ALTERNATING]);
         let out = wait_bounded(
-            stallguard(dir.path())
+            stallwarden(dir.path())
                 .args(&args)
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -256,7 +256,7 @@ fn an_agent_stream_works_under_pty() {
         .join("sources/tests/fixtures/agent/claude-code/bash_session.jsonl");
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
-        dir.path().join("stallguard.toml"),
+        dir.path().join("stallwarden.toml"),
         "[defaults]\nidle = \"1s\"\nexecution = \"10m\"\nstartup = \"30s\"\n",
     )
     .unwrap();
@@ -267,7 +267,7 @@ fn an_agent_stream_works_under_pty() {
                   if i == 2: time.sleep(3)\n";
     let run = |extra: &[&str]| {
         wait_bounded(
-            stallguard(dir.path())
+            stallwarden(dir.path())
                 .args(["run", "--stream", "claude-code", "--events", "events.jsonl"])
                 .args(extra)
                 .args(["--", "python3", "-c", replay])
@@ -289,13 +289,13 @@ fn an_agent_stream_works_under_pty() {
     assert!(!kinds.iter().any(|k| k == "stalled"), "{kinds:?}");
 }
 
-/// Runs `stallguard run ARGS` with stdout and stderr on one pipe (as
+/// Runs `stallwarden run ARGS` with stdout and stderr on one pipe (as
 /// `2>&1 | head -1`), reads one line, closes the pipe; returns the status.
 fn into_a_reader_that_leaves(args: &[&str]) -> Option<i32> {
     use std::io::BufRead;
     let dir = tempfile::tempdir().unwrap();
     let (read, write) = pipe();
-    let mut command = stallguard(dir.path());
+    let mut command = stallwarden(dir.path());
     command
         .arg("run")
         .args(args)
@@ -311,7 +311,7 @@ fn into_a_reader_that_leaves(args: &[&str]) -> Option<i32> {
 
 // R8.10 with R8.11: the one shared pipe still breaks the command's output
 // when its reader goes away: `run -- yes 2>&1 | head -1` ends at once with
-// 141, as without stallguard; under --pty the write fails with EIO (a
+// 141, as without stallwarden; under --pty the write fails with EIO (a
 // terminal has no SIGPIPE) and `yes` exits 1.
 #[test]
 fn a_reader_gone_ends_the_command_on_the_shared_pipe_and_the_pty() {
@@ -333,7 +333,7 @@ fn a_script_without_shebang_gets_the_same_outputs() {
     .unwrap();
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     let out = wait_bounded(
-        stallguard(dir.path())
+        stallwarden(dir.path())
             .args(["run", "--pty", "--"])
             .arg(&script)
             .stdout(Stdio::piped())
@@ -347,7 +347,7 @@ fn a_script_without_shebang_gets_the_same_outputs() {
     let log = dir.path().join("log");
     let file = File::create(&log).unwrap();
     let out = wait_bounded(
-        stallguard(dir.path())
+        stallwarden(dir.path())
             .args(["run", "--"])
             .arg(&script)
             .stdout(file.try_clone().unwrap())

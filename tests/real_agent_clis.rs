@@ -1,10 +1,10 @@
-//! The real agent CLIs, headless, through `stallguard run --stream` (R5.10,
+//! The real agent CLIs, headless, through `stallwarden run --stream` (R5.10,
 //! R5.6, R4.3, R2.2, R8.2), against a scripted model server on loopback
 //! (tests/agent_mock.py: the Anthropic Messages and OpenAI Responses
 //! streaming APIs, just enough for one turn).
 //!
 //! The CLIs are the npm packages `.ci/run` installs into
-//! `target/agent-clis` (or the directory `STALLGUARD_AGENT_CLIS` names):
+//! `target/agent-clis` (or the directory `STALLWARDEN_AGENT_CLIS` names):
 //! `@anthropic-ai/claude-code`, `@openai/codex` and `@google/gemini-cli`
 //! (the mock also speaks Gemini's `streamGenerateContent`). A test whose CLI (or
 //! `python3`, for the mock) is absent prints `SKIPPED` with the reason and
@@ -24,7 +24,7 @@ use std::time::Duration;
 
 mod common;
 use common::agents::Mock;
-use common::{events, stallguard, types};
+use common::{events, stallwarden, types};
 
 /// Generous bound for one CLI run of a few seconds.
 const BOUND: Duration = Duration::from_secs(60);
@@ -70,7 +70,7 @@ impl Cli {
     }
 }
 
-/// A scratch directory: `stallguard.toml`, the CLI's `HOME` and its
+/// A scratch directory: `stallwarden.toml`, the CLI's `HOME` and its
 /// working directory.
 struct Scratch {
     dir: tempfile::TempDir,
@@ -79,7 +79,7 @@ struct Scratch {
 impl Scratch {
     fn new() -> Scratch {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("stallguard.toml"), CONFIG).unwrap();
+        std::fs::write(dir.path().join("stallwarden.toml"), CONFIG).unwrap();
         std::fs::create_dir_all(dir.path().join("home/.codex")).unwrap();
         // Gemini CLI: an API key as the auth method, no folder-trust
         // prompt, no telemetry, usage statistics or update check.
@@ -97,16 +97,16 @@ impl Scratch {
     }
 }
 
-/// `stallguard` with the CLI's environment, and the CLI's command line
+/// `stallwarden` with the CLI's environment, and the CLI's command line
 /// (after `--`), headless against `mock`.
 struct Agent {
-    stallguard: Command,
+    stallwarden: Command,
     argv: Vec<String>,
 }
 
 /// The CLI's command line and environment, headless against `mock`.
 fn agent_command(cli: Cli, bin: &Path, mock: &Mock, home: &Path, prompt: &[&str]) -> Agent {
-    let mut c = stallguard(home.parent().unwrap());
+    let mut c = stallwarden(home.parent().unwrap());
     c.env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", home)
@@ -175,24 +175,24 @@ fn agent_command(cli: Cli, bin: &Path, mock: &Mock, home: &Path, prompt: &[&str]
             .collect(),
     };
     Agent {
-        stallguard: c,
+        stallwarden: c,
         argv,
     }
 }
 
-/// Runs the CLI through `stallguard run STALLGUARD_ARGS -- CLI ...` to its
+/// Runs the CLI through `stallwarden run STALLWARDEN_ARGS -- CLI ...` to its
 /// end, within [`BOUND`].
-fn run(agent: Agent, stallguard_args: &[&str]) -> Output {
-    let child = spawn(agent, stallguard_args);
+fn run(agent: Agent, stallwarden_args: &[&str]) -> Output {
+    let child = spawn(agent, stallwarden_args);
     wait_bounded(child)
 }
 
-fn spawn(agent: Agent, stallguard_args: &[&str]) -> Child {
+fn spawn(agent: Agent, stallwarden_args: &[&str]) -> Child {
     let Agent {
-        stallguard: mut cmd,
+        stallwarden: mut cmd,
         argv,
     } = agent;
-    cmd.args(stallguard_args)
+    cmd.args(stallwarden_args)
         .arg("--")
         .args(argv)
         .stdout(Stdio::piped())
@@ -265,7 +265,10 @@ fn silent_tool_stalls_without_stream(cli: Cli) {
     let out = run(cmd, &["--stream", "none"]);
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(124), "stderr: {err}");
-    assert!(err.contains("stallguard: idle budget 2s exceeded"), "{err}");
+    assert!(
+        err.contains("stallwarden: idle budget 2s exceeded"),
+        "{err}"
+    );
 }
 
 /// Done-when 3: a model that hangs mid-stream is stopped on the idle
@@ -279,7 +282,10 @@ fn hung_model_is_stopped_on_idle(cli: Cli) {
     let out = run(cmd, &["--stream", cli.format()]);
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(124), "stderr: {err}");
-    assert!(err.contains("stallguard: idle budget 2s exceeded"), "{err}");
+    assert!(
+        err.contains("stallwarden: idle budget 2s exceeded"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -355,9 +361,9 @@ fn claude_code_background_bash_makes_the_task_monitoring() {
         ],
     );
     // Looks at the control socket until the task is monitoring, or it
-    // finished, or stallguard is gone.
+    // finished, or stallwarden is gone.
     let seen = common::wait::until(child.id(), BOUND, Duration::from_millis(100), || {
-        let out = stallguard(s.path())
+        let out = stallwarden(s.path())
             .args(["describe", "--json", "--socket"])
             .arg(&sock)
             .output()
@@ -368,12 +374,12 @@ fn claude_code_background_bash_makes_the_task_monitoring() {
         if let Some(t) = tasks.iter().find(|t| t["state"] == "monitoring") {
             // The shell runs about 5 s more: `list` and the text of
             // `describe` show it too.
-            let list = stallguard(s.path())
+            let list = stallwarden(s.path())
                 .args(["list", "--socket"])
                 .arg(&sock)
                 .output()
                 .unwrap();
-            let describe = stallguard(s.path())
+            let describe = stallwarden(s.path())
                 .args(["describe", "--socket"])
                 .arg(&sock)
                 .output()
@@ -413,7 +419,7 @@ fn claude_code_background_bash_makes_the_task_monitoring() {
 }
 
 /// Runs a first turn (a session to compact), then `/compact` in it,
-/// through `stallguard run --stream STREAM`; returns the `/compact` run.
+/// through `stallwarden run --stream STREAM`; returns the `/compact` run.
 fn compact_run(bin: &Path, stream: &str) -> Output {
     let mock = Mock::start("compact");
     let s = Scratch::new();
@@ -448,5 +454,8 @@ fn claude_code_compaction_holds_the_execution_budget() {
     let out = compact_run(&bin, "none");
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(124), "stderr: {err}");
-    assert!(err.contains("stallguard: idle budget 2s exceeded"), "{err}");
+    assert!(
+        err.contains("stallwarden: idle budget 2s exceeded"),
+        "{err}"
+    );
 }

@@ -8,14 +8,14 @@ mod common;
 use std::net::TcpListener;
 use std::process::Stdio;
 
-use common::{events, stallguard, stderr, wait_bounded};
+use common::{events, stallwarden, stderr, wait_bounded};
 use serde_json::Value;
 
-/// Runs `cmd` under stallguard with a 2 s idle budget and events to a
+/// Runs `cmd` under stallwarden with a 2 s idle budget and events to a
 /// file; returns the stall line and the `stalled` event.
 fn stall_of(dir: &std::path::Path, cmd: &[&str]) -> (String, Value) {
     let ev = dir.join("events.jsonl");
-    let child = stallguard(dir)
+    let child = stallwarden(dir)
         .args(["run", "--idle", "2s", "--events"])
         .arg(&ev)
         .arg("--")

@@ -1,4 +1,4 @@
-//! A side-by-side comparison of stallguard's record path and process sampler
+//! A side-by-side comparison of stallwarden's record path and process sampler
 //! with what a user would hand-roll (SPEC R9.1, R9.2, R9.4), in one process
 //! and one run, printed as one table of medians and ratios.
 //!
@@ -37,7 +37,7 @@ const IDLE: Duration = Duration::from_secs(300);
 
 fn main() {
     let started_at = Instant::now();
-    println!("stallguard compare: {}", table::machine());
+    println!("stallwarden compare: {}", table::machine());
 
     // --- Recording a signal (R9.1, R9.2) -----------------------------------
     let guard = Guard::builder().build(); // the real MonotonicClock

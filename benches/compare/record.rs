@@ -1,4 +1,4 @@
-//! Recording a signal (R9.1, R9.2): the floor, stallguard's record paths,
+//! Recording a signal (R9.1, R9.2): the floor, stallwarden's record paths,
 //! and the peers a user would hand-roll (a tokio `Sleep`, a `DelayQueue`,
 //! an mpsc actor), as contenders.
 
@@ -66,7 +66,7 @@ pub(crate) fn contenders(one: &TaskHandle, a: &Recorder, b: &Recorder) -> Vec<Co
     {
         let out = one.output_counter();
         contenders.push(Contender::new(
-            "stallguard output_counter.record(n, 0)",
+            "stallwarden output_counter.record(n, 0)",
             FAST_OPS,
             move |n| per_op(n, |i| out.record(black_box(i & 63), 0)),
         ));
@@ -74,7 +74,7 @@ pub(crate) fn contenders(one: &TaskHandle, a: &Recorder, b: &Recorder) -> Vec<Co
     {
         let out = one.output_counter();
         contenders.push(Contender::new(
-            "stallguard output_counter.record(n, 1)",
+            "stallwarden output_counter.record(n, 1)",
             FAST_OPS,
             move |n| per_op(n, |i| out.record(black_box(i & 63), 1)),
         ));
@@ -82,7 +82,7 @@ pub(crate) fn contenders(one: &TaskHandle, a: &Recorder, b: &Recorder) -> Vec<Co
     {
         let rec = one.recorder();
         contenders.push(Contender::new(
-            "stallguard recorder.output(n, 0)",
+            "stallwarden recorder.output(n, 0)",
             FAST_OPS,
             move |n| per_op(n, |i| rec.output(black_box(i & 63), 0)),
         ));
@@ -90,7 +90,7 @@ pub(crate) fn contenders(one: &TaskHandle, a: &Recorder, b: &Recorder) -> Vec<Co
     {
         let rec = one.recorder();
         contenders.push(Contender::new(
-            "stallguard recorder.output(n, 1)",
+            "stallwarden recorder.output(n, 1)",
             FAST_OPS,
             move |n| per_op(n, |i| rec.output(black_box(i & 63), 1)),
         ));
@@ -98,7 +98,7 @@ pub(crate) fn contenders(one: &TaskHandle, a: &Recorder, b: &Recorder) -> Vec<Co
     {
         let rec = one.recorder();
         contenders.push(Contender::new(
-            "stallguard recorder.argument_delta()",
+            "stallwarden recorder.argument_delta()",
             FAST_OPS,
             move |n| per_op(n, |_| rec.argument_delta()),
         ));
@@ -106,7 +106,7 @@ pub(crate) fn contenders(one: &TaskHandle, a: &Recorder, b: &Recorder) -> Vec<Co
     {
         let rec = one.recorder();
         contenders.push(Contender::new(
-            "stallguard recorder.signal(Custom)",
+            "stallwarden recorder.signal(Custom)",
             FAST_OPS,
             move |n| per_op(n, |_| rec.signal(black_box(SignalKind::Custom))),
         ));
@@ -122,7 +122,7 @@ pub(crate) fn contenders(one: &TaskHandle, a: &Recorder, b: &Recorder) -> Vec<Co
     {
         let pair = two_threads(a, b);
         contenders.push(Contender::new(
-            "stallguard output, 2 threads x 2 tasks",
+            "stallwarden output, 2 threads x 2 tasks",
             FAST_OPS,
             move |n| pair.run(n),
         ));

@@ -1,11 +1,11 @@
-//! Process sampling (R9.4): stallguard's samplers against sysinfo and a
+//! Process sampling (R9.4): stallwarden's samplers against sysinfo and a
 //! spawned `ps`, on a real process tree.
 
 use std::hint::black_box;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use stallguard_sources::procs;
+use stallwarden_sources::procs;
 
 use crate::harness::{per_op, run_round_robin, Contender};
 use crate::support::Tree;
@@ -24,7 +24,7 @@ pub(crate) fn samplers() -> Vec<Contender> {
     }
     let mut samplers = Vec::new();
     samplers.push(Contender::new(
-        "stallguard procs::sample_once (one-shot)",
+        "stallwarden procs::sample_once (one-shot)",
         40,
         move |n| {
             per_op(n, |_| {
@@ -33,7 +33,7 @@ pub(crate) fn samplers() -> Vec<Contender> {
         },
     ));
     samplers.push(reused_table(
-        "stallguard procs::ProcTable::sample (reused)",
+        "stallwarden procs::ProcTable::sample (reused)",
         procs::ProcTable::new(),
         root,
     ));

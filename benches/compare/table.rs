@@ -1,4 +1,4 @@
-//! The printed table: medians, ratios against stallguard and the floor,
+//! The printed table: medians, ratios against stallwarden and the floor,
 //! and each SPEC §9 target met or not.
 
 use crate::harness::Contender;
@@ -13,11 +13,11 @@ pub(crate) fn print(contenders: &[Contender], samplers: &[Contender]) {
         .map_or(f64::NAN, Contender::median);
     let sg = contenders
         .iter()
-        .find(|c| c.name == "stallguard output_counter.record(n, 0)")
+        .find(|c| c.name == "stallwarden output_counter.record(n, 0)")
         .map_or(f64::NAN, Contender::median);
     println!(
         "{} batches x {} ops (woken actor: {} ops), medians in ns per signal; \
-         ratios are the row's cost over stallguard output_counter.record(n, 0) and over the floor",
+         ratios are the row's cost over stallwarden output_counter.record(n, 0) and over the floor",
         BATCHES, FAST_OPS, WAKE_OPS
     );
     println!(
@@ -27,18 +27,18 @@ pub(crate) fn print(contenders: &[Contender], samplers: &[Contender]) {
     for c in contenders {
         let m = c.median();
         let t = match c.name {
-            "stallguard output_counter.record(n, 0)" => Some(target(
+            "stallwarden output_counter.record(n, 0)" => Some(target(
                 m <= 10.0 && m <= 1.5 * floor,
                 format!("R9.1 <= 10 ns and <= 1.5x floor ({:.2} ns)", 1.5 * floor),
             )),
-            "stallguard recorder.argument_delta()" => Some(target(
+            "stallwarden recorder.argument_delta()" => Some(target(
                 m <= 10.0 && m <= 1.5 * floor,
                 "R9.1 <= 10 ns and <= 1.5x floor".into(),
             )),
             // What two threads lose is judged against what the machine
             // loses on the same two-thread floor: a VM whose two vCPUs
             // share a physical core loses it whatever the code does.
-            "stallguard output, 2 threads x 2 tasks" => Some(target(
+            "stallwarden output, 2 threads x 2 tasks" => Some(target(
                 m <= 1.2 * sg || m <= 1.2 * sg * floor2 / floor,
                 format!(
                     "R9.1 loses <= 20% each (lost {:.0}%; the floor itself lost {:.0}%)",
@@ -66,7 +66,7 @@ pub(crate) fn print(contenders: &[Contender], samplers: &[Contender]) {
          {SAMPLER_BATCHES} batches, median per full sample",
         count_processes()
     );
-    // Every stallguard row is a full sample of the descendants. The
+    // Every stallwarden row is a full sample of the descendants. The
     // one-shot and the reused table follow the kernel's children lists
     // down from the root, reading only the tree; the walk_only row reads
     // the table instead, skipping pids known to be outside the tree and

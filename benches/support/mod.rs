@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 
 /// The physical floor of R9.1: what the kernel's coarse monotonic clock
 /// costs to read, in nanoseconds since boot. Read here directly, not through
-/// stallguard, so the floor owes nothing to the code it measures.
+/// stallwarden, so the floor owes nothing to the code it measures.
 #[inline(always)]
 pub fn coarse_now() -> u64 {
     let mut ts = libc::timespec {

@@ -52,7 +52,7 @@ export interface TaskOptions {
 }
 
 /** An R8.3 event object, as the JSON-lines sink writes it. */
-export interface StallguardEvent {
+export interface StallwardenEvent {
   type:
     | 'started'
     | 'stalled'
@@ -155,7 +155,7 @@ export interface GuardOptions {
   /** `'real'` (the default) or `'manual'` (virtual time, moved by `advance`). */
   clock?: 'manual' | 'real';
   /** Receives every event on the JS thread, in order, `finished` last for each task. An exception it throws is an uncaught exception; later events are still delivered. */
-  onEvent?: (event: StallguardEvent) => void;
+  onEvent?: (event: StallwardenEvent) => void;
 }
 
 /** The watchdog engine. */

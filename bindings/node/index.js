@@ -1,17 +1,17 @@
-// The stallguard engine for Node (R11.1). Everything that decides anything
+// The stallwarden engine for Node (R11.1). Everything that decides anything
 // is the native engine; this file only turns its event lines into objects
 // for `onEvent`, aborts each task's AbortSignal on its cancel action, and
 // lets `flush()` wait for the events already on their way.
 'use strict';
 
-const native = require('./stallguard.node');
+const native = require('./stallwarden.node');
 
 const { argumentDelta, output, heartbeat, progress } = native;
 
 /** The error a task's `signal` is aborted with when the guard cancels it. */
 class StallError extends Error {
   constructor(task, reason) {
-    super(`stallguard cancelled task "${task}": ${reason}`);
+    super(`stallwarden cancelled task "${task}": ${reason}`);
     this.name = 'StallError';
     this.task = task;
     this.reason = reason;

@@ -31,7 +31,7 @@ use crate::TaskRef;
 pub const METHOD: &str = "session/update";
 
 /// The key under `_meta` that holds the §8.3 heartbeat fields.
-pub const META: &str = "stallguardHeartbeat";
+pub const META: &str = "stallwardenHeartbeat";
 
 /// A watched tool call: its ACP id and name, and whether it settled.
 #[derive(Clone, Debug)]
@@ -51,7 +51,7 @@ struct Call {
 /// {"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1",
 ///  "update":{"sessionUpdate":"tool_call_update","toolCallId":"call-1",
 ///  "status":"in_progress","_meta":{"toolName":"bash",
-///  "stallguardHeartbeat":{"type":"heartbeat","task":"call-1", …}}}}}
+///  "stallwardenHeartbeat":{"type":"heartbeat","task":"call-1", …}}}}}
 /// ```
 ///
 /// The settled gate (R3.8, seed 000): once the call settles — the runner
@@ -70,7 +70,7 @@ struct Call {
 ///
 /// ```
 /// use std::time::Duration;
-/// use stallguard_sinks::acp::AcpSink;
+/// use stallwarden_sinks::acp::AcpSink;
 /// use watchdog_core::{Guard, ManualClock, Profile};
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -125,7 +125,7 @@ impl AcpSink {
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let (acp, writer) = stallguard_sinks::acp::AcpSink::spawn(tokio::io::sink(), "s1");
+    /// let (acp, writer) = stallwarden_sinks::acp::AcpSink::spawn(tokio::io::sink(), "s1");
     /// drop(acp);
     /// writer.await.unwrap().unwrap();
     /// # });
@@ -159,7 +159,7 @@ impl AcpSink {
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let (acp, _writer) = stallguard_sinks::acp::AcpSink::spawn(tokio::io::sink(), "s1");
+    /// let (acp, _writer) = stallwarden_sinks::acp::AcpSink::spawn(tokio::io::sink(), "s1");
     /// acp.watch("turn-3/call-1", "call-1", Some("bash"));
     /// acp.watch(watchdog_core::TaskId::from_raw(7), "call-2", None);
     /// # });
@@ -191,7 +191,7 @@ impl AcpSink {
     /// ```
     /// use agent_client_protocol_schema::v1::ToolCallStatus;
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let (acp, _writer) = stallguard_sinks::acp::AcpSink::spawn(tokio::io::sink(), "s1");
+    /// let (acp, _writer) = stallwarden_sinks::acp::AcpSink::spawn(tokio::io::sink(), "s1");
     /// acp.watch("call-1", "call-1", None);
     /// acp.settle("call-1", ToolCallStatus::Completed).unwrap();
     /// assert!(acp.settle("call-1", ToolCallStatus::InProgress).is_err());

@@ -24,7 +24,7 @@ type ActionFn = Box<dyn Fn(&Action) + Send + Sync + 'static>;
 /// ```
 /// use std::sync::{Arc, Mutex};
 /// use std::time::Duration;
-/// use stallguard_sinks::callback::CallbackSink;
+/// use stallwarden_sinks::callback::CallbackSink;
 /// use watchdog_core::{Delivery, Guard, ManualClock, Profile};
 ///
 /// let seen = Arc::new(Mutex::new(Vec::new()));
@@ -58,7 +58,7 @@ impl CallbackSink {
     /// # Examples
     ///
     /// ```
-    /// use stallguard_sinks::callback::CallbackSink;
+    /// use stallwarden_sinks::callback::CallbackSink;
     /// let sink = CallbackSink::new(|e| eprintln!("{}: {}", e.name, e.kind.type_name()));
     /// # let _ = sink;
     /// ```
@@ -76,7 +76,7 @@ impl CallbackSink {
     /// # Examples
     ///
     /// ```
-    /// use stallguard_sinks::callback::CallbackSink;
+    /// use stallwarden_sinks::callback::CallbackSink;
     /// use watchdog_core::ActionKind;
     ///
     /// let sink = CallbackSink::new(|_| {}).on_action(|a| {
@@ -97,7 +97,7 @@ impl CallbackSink {
     /// # Examples
     ///
     /// ```
-    /// use stallguard_sinks::callback::CallbackSink;
+    /// use stallwarden_sinks::callback::CallbackSink;
     /// use watchdog_core::{Delivery, Sink};
     /// let sink = CallbackSink::new(|_| {}).with_delivery(Delivery::Inline);
     /// assert_eq!(sink.delivery(), Delivery::Inline);
@@ -113,7 +113,7 @@ impl CallbackSink {
     /// # Examples
     ///
     /// ```
-    /// use stallguard_sinks::callback::CallbackSink;
+    /// use stallwarden_sinks::callback::CallbackSink;
     /// use watchdog_core::Sink;
     /// assert_eq!(CallbackSink::new(|_| {}).named("ui").name(), "ui");
     /// ```

@@ -55,7 +55,7 @@ struct Subscriber {
 ///
 /// ```
 /// use std::time::Duration;
-/// use stallguard_sinks::channel::ChannelSink;
+/// use stallwarden_sinks::channel::ChannelSink;
 /// use watchdog_core::{Guard, ManualClock, Profile};
 ///
 /// let events = ChannelSink::new();
@@ -88,7 +88,7 @@ impl ChannelSink {
     /// # Examples
     ///
     /// ```
-    /// use stallguard_sinks::channel::ChannelSink;
+    /// use stallwarden_sinks::channel::ChannelSink;
     /// assert_eq!(ChannelSink::new().subscriber_count(), 0);
     /// ```
     pub fn new() -> Self {
@@ -100,7 +100,7 @@ impl ChannelSink {
     /// # Examples
     ///
     /// ```
-    /// use stallguard_sinks::channel::ChannelSink;
+    /// use stallwarden_sinks::channel::ChannelSink;
     /// let sink = ChannelSink::new();
     /// let sub = sink.subscribe();
     /// assert_eq!(sink.subscriber_count(), 1);
@@ -121,7 +121,7 @@ impl ChannelSink {
     /// # Examples
     ///
     /// ```
-    /// use stallguard_sinks::channel::ChannelSink;
+    /// use stallwarden_sinks::channel::ChannelSink;
     /// use watchdog_core::{Guard, ManualClock, Profile};
     ///
     /// let sink = ChannelSink::new();
@@ -219,7 +219,7 @@ impl TryRecvError {
 /// # Examples
 ///
 /// ```
-/// use stallguard_sinks::channel::ChannelSink;
+/// use stallwarden_sinks::channel::ChannelSink;
 /// use watchdog_core::{Guard, ManualClock, Profile};
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {

@@ -2,7 +2,7 @@
 //!
 //! One JSON object per line, written in one `write_all` and flushed per
 //! event, to any writer (a file, stderr, a pipe). The line shape is the
-//! core's [`Event`] serialization, so every JSON-writing part of stallguard
+//! core's [`Event`] serialization, so every JSON-writing part of stallwarden
 //! agrees on it. A heartbeat-only mode writes the `shell_progress` object
 //! headless agent gateways already understand.
 
@@ -89,7 +89,7 @@ impl<W> State<W> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use stallguard_sinks::jsonl::JsonLinesSink;
+/// use stallwarden_sinks::jsonl::JsonLinesSink;
 /// use watchdog_core::{Guard, ManualClock, Profile};
 ///
 /// let dir = tempfile::tempdir().unwrap();
@@ -144,7 +144,7 @@ impl JsonLinesSink<Stderr> {
     /// # Examples
     ///
     /// ```
-    /// use stallguard_sinks::jsonl::JsonLinesSink;
+    /// use stallwarden_sinks::jsonl::JsonLinesSink;
     /// let sink = JsonLinesSink::stderr();
     /// # let _ = sink;
     /// ```
@@ -163,7 +163,7 @@ impl JsonLinesSink<BufWriter<File>> {
     /// # Examples
     ///
     /// ```
-    /// use stallguard_sinks::jsonl::JsonLinesSink;
+    /// use stallwarden_sinks::jsonl::JsonLinesSink;
     /// let err = JsonLinesSink::create("/nonexistent-dir/events.jsonl").unwrap_err();
     /// assert!(err.to_string().contains("/nonexistent-dir/events.jsonl"));
     /// ```
@@ -186,7 +186,7 @@ impl<W: Write + Send + 'static> JsonLinesSink<W> {
     /// # Examples
     ///
     /// ```
-    /// use stallguard_sinks::jsonl::JsonLinesSink;
+    /// use stallwarden_sinks::jsonl::JsonLinesSink;
     /// let sink = JsonLinesSink::new(std::io::stdout());
     /// # let _ = sink;
     /// ```
@@ -201,7 +201,7 @@ impl<W: Write + Send + 'static> JsonLinesSink<W> {
     /// # Examples
     ///
     /// ```
-    /// use stallguard_sinks::jsonl::JsonLinesSink;
+    /// use stallwarden_sinks::jsonl::JsonLinesSink;
     /// use watchdog_core::Sink;
     /// let sink = JsonLinesSink::named(Vec::new(), "jsonl:memory".into());
     /// assert_eq!(sink.name(), "jsonl:memory");
@@ -237,7 +237,7 @@ impl<W: Write + Send + 'static> JsonLinesSink<W> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use stallguard_sinks::jsonl::JsonLinesSink;
+    /// use stallwarden_sinks::jsonl::JsonLinesSink;
     /// use watchdog_core::{Guard, ManualClock, Profile};
     ///
     /// let dir = tempfile::tempdir().unwrap();

@@ -1,4 +1,4 @@
-//! Action sinks for stallguard (SPEC §6): where events and cancel/kill
+//! Action sinks for stallwarden (SPEC §6): where events and cancel/kill
 //! actions go. Each sink is one module implementing [`watchdog_core::Sink`].
 
 #![warn(

@@ -26,26 +26,26 @@ use watchdog_core::{
 
 /// Gauge: Unix time (seconds) of the last progress signal of any task of a
 /// profile (`profile`; with [`MetricsSink::per_task`], also `task`).
-pub const LAST_PROGRESS: &str = "stallguard_last_progress_unix_seconds";
+pub const LAST_PROGRESS: &str = "stallwarden_last_progress_unix_seconds";
 /// Gauge: Unix time (seconds) of the last observed tool call event (its
 /// finish, or its start while in flight), labelled like [`LAST_PROGRESS`].
-pub const LAST_CALL: &str = "stallguard_last_call_unix_seconds";
+pub const LAST_CALL: &str = "stallwarden_last_call_unix_seconds";
 /// Counter: stalls (`profile`, `budget`: the budget that ran out).
-pub const STALLS: &str = "stallguard_stalls_total";
+pub const STALLS: &str = "stallwarden_stalls_total";
 /// Counter: cancels dispatched (`profile`, `reason`: the kind of verdict
 /// behind the cancel, one of [`CANCEL_REASONS`]).
-pub const CANCELS: &str = "stallguard_cancels_total";
+pub const CANCELS: &str = "stallwarden_cancels_total";
 /// Counter: kills dispatched after the grace period (`profile`).
-pub const KILLS: &str = "stallguard_kills_total";
+pub const KILLS: &str = "stallwarden_kills_total";
 /// Counter: outbound heartbeats emitted (`profile`, R3.7).
-pub const HEARTBEATS: &str = "stallguard_heartbeats_total";
+pub const HEARTBEATS: &str = "stallwarden_heartbeats_total";
 /// Gauge: live tasks (`state`: `working`, `stalled` or `cancelling`).
-pub const TASKS: &str = "stallguard_tasks";
+pub const TASKS: &str = "stallwarden_tasks";
 /// Histogram: silence at each stall verdict, in seconds (`profile`, `budget`).
-pub const STALL_SILENCE: &str = "stallguard_stall_silence_seconds";
+pub const STALL_SILENCE: &str = "stallwarden_stall_silence_seconds";
 /// Histogram: task duration from start to settle, in seconds (`profile`,
 /// `outcome`: `completed`, `failed`, `cancelled` or `abandoned`).
-pub const TASK_DURATION: &str = "stallguard_task_duration_seconds";
+pub const TASK_DURATION: &str = "stallwarden_task_duration_seconds";
 
 /// The values of the `reason` label of [`CANCELS`]: a stall that struck
 /// out, a deadline, lost liveness, the task's own trigger, or a cancel the
@@ -99,7 +99,7 @@ type Classifier = dyn Fn(&str) -> SharedString + Send + Sync;
 ///
 /// ```
 /// use std::time::Duration;
-/// use stallguard_sinks::metrics::MetricsSink;
+/// use stallwarden_sinks::metrics::MetricsSink;
 /// use watchdog_core::{Guard, ManualClock, Profile};
 ///
 /// // With no recorder installed the metrics go nowhere; install one
@@ -107,7 +107,7 @@ type Classifier = dyn Fn(&str) -> SharedString + Send + Sync;
 /// let sink = MetricsSink::new().profile_of(|name| name.split('/').next().unwrap_or("").to_owned().into());
 /// let guard = Guard::builder().clock(ManualClock::new()).sink(sink).build();
 /// let task = guard.start("agent/turn-1", Profile::default().idle(Duration::from_secs(5))).unwrap();
-/// guard.advance(Duration::from_secs(5)); // stallguard_stalls_total{profile="agent",budget="startup"} 1
+/// guard.advance(Duration::from_secs(5)); // stallwarden_stalls_total{profile="agent",budget="startup"} 1
 /// task.finish_completed();
 /// ```
 #[derive(Clone)]
@@ -155,7 +155,7 @@ impl MetricsSink {
     /// # Examples
     ///
     /// ```
-    /// use stallguard_sinks::metrics::MetricsSink;
+    /// use stallwarden_sinks::metrics::MetricsSink;
     /// let sink = MetricsSink::new();
     /// # let _ = sink;
     /// ```
@@ -174,7 +174,7 @@ impl MetricsSink {
     /// # Examples
     ///
     /// ```
-    /// use stallguard_sinks::metrics::MetricsSink;
+    /// use stallwarden_sinks::metrics::MetricsSink;
     /// let sink = MetricsSink::new().profile_of(|name| {
     ///     if name.starts_with("review") { "review".into() } else { "agent".into() }
     /// });
@@ -194,7 +194,7 @@ impl MetricsSink {
     /// # Examples
     ///
     /// ```
-    /// use stallguard_sinks::metrics::MetricsSink;
+    /// use stallwarden_sinks::metrics::MetricsSink;
     /// let sink = MetricsSink::new().per_task(true);
     /// # let _ = sink;
     /// ```
@@ -211,7 +211,7 @@ impl MetricsSink {
     /// # Examples
     ///
     /// ```
-    /// stallguard_sinks::metrics::MetricsSink::describe();
+    /// stallwarden_sinks::metrics::MetricsSink::describe();
     /// ```
     pub fn describe() {
         describe_gauge!(
@@ -261,7 +261,7 @@ impl MetricsSink {
     /// # Examples
     ///
     /// ```
-    /// use stallguard_sinks::metrics::MetricsSink;
+    /// use stallwarden_sinks::metrics::MetricsSink;
     /// use watchdog_core::{Guard, ManualClock, Profile};
     ///
     /// let sink = MetricsSink::new();
@@ -269,7 +269,7 @@ impl MetricsSink {
     /// let task = guard.start("turn", Profile::default()).unwrap();
     /// task.output(10, 1);
     /// for status in guard.statuses() {
-    ///     sink.observe(&status); // sets stallguard_last_progress_unix_seconds{profile="default"}
+    ///     sink.observe(&status); // sets stallwarden_last_progress_unix_seconds{profile="default"}
     /// }
     /// # task.finish_completed();
     /// ```

@@ -17,7 +17,7 @@ use watchdog_core::TaskId;
 /// # Examples
 ///
 /// ```
-/// use stallguard_sinks::TaskRef;
+/// use stallwarden_sinks::TaskRef;
 /// use watchdog_core::TaskId;
 /// assert_eq!(TaskRef::from("build"), TaskRef::Name("build".into()));
 /// assert_eq!(TaskRef::from(TaskId::from_raw(3)), TaskRef::Id(TaskId::from_raw(3)));

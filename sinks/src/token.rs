@@ -59,7 +59,7 @@ struct Tokens {
 ///
 /// ```
 /// use std::time::Duration;
-/// use stallguard_sinks::token::CancelTokenSink;
+/// use stallwarden_sinks::token::CancelTokenSink;
 /// use watchdog_core::{Guard, ManualClock, Profile};
 ///
 /// let tokens = CancelTokenSink::new();
@@ -95,7 +95,7 @@ impl CancelTokenSink {
     /// # Examples
     ///
     /// ```
-    /// use stallguard_sinks::token::CancelTokenSink;
+    /// use stallwarden_sinks::token::CancelTokenSink;
     /// assert_eq!(CancelTokenSink::new().live_tokens(), 0);
     /// ```
     pub fn new() -> Self {
@@ -108,7 +108,7 @@ impl CancelTokenSink {
     /// # Examples
     ///
     /// ```
-    /// use stallguard_sinks::token::CancelTokenSink;
+    /// use stallwarden_sinks::token::CancelTokenSink;
     /// use tokio_util::sync::CancellationToken;
     ///
     /// let shutdown = CancellationToken::new();
@@ -134,7 +134,7 @@ impl CancelTokenSink {
     /// # Examples
     ///
     /// ```
-    /// use stallguard_sinks::token::CancelTokenSink;
+    /// use stallwarden_sinks::token::CancelTokenSink;
     /// use watchdog_core::{Guard, ManualClock, Profile};
     ///
     /// let tokens = CancelTokenSink::new();

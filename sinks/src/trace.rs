@@ -1,6 +1,6 @@
 //! A sink that writes events as structured tracing records (R6.4).
 //!
-//! Each event becomes one `tracing` event under the target `stallguard`,
+//! Each event becomes one `tracing` event under the target `stallwarden`,
 //! with the task's name and id and the event's own fields as structured
 //! fields, at a level that says how worried to be. Formatting and filtering
 //! are the subscriber's business, not this sink's.
@@ -25,10 +25,10 @@ use watchdog_core::{
 type ProfileOf = dyn Fn(&str) -> String + Send + Sync;
 
 /// The name of the span each task is recorded in.
-pub const SPAN: &str = "stallguard.task";
+pub const SPAN: &str = "stallwarden.task";
 
 /// The target every record of this sink is emitted under.
-pub const TARGET: &str = "stallguard";
+pub const TARGET: &str = "stallwarden";
 
 /// Emits one tracing event at a level chosen at run time; the `tracing`
 /// macros want the level as a constant, so each arm names one.
@@ -75,7 +75,7 @@ macro_rules! event_at {
 ///
 /// ```
 /// use std::time::Duration;
-/// use stallguard_sinks::trace::TracingSink;
+/// use stallwarden_sinks::trace::TracingSink;
 /// use watchdog_core::{Guard, ManualClock, Profile};
 ///
 /// let guard = Guard::builder()
@@ -118,7 +118,7 @@ impl TracingSink {
     /// # Examples
     ///
     /// ```
-    /// use stallguard_sinks::trace::TracingSink;
+    /// use stallwarden_sinks::trace::TracingSink;
     /// use watchdog_core::{Delivery, Sink};
     /// assert_eq!(TracingSink::new().delivery(), Delivery::Inline);
     /// ```
@@ -136,7 +136,7 @@ impl TracingSink {
     /// # Examples
     ///
     /// ```
-    /// use stallguard_sinks::trace::TracingSink;
+    /// use stallwarden_sinks::trace::TracingSink;
     /// let sink = TracingSink::new()
     ///     .profile_of(|name| name.split('/').next().unwrap_or("").to_owned());
     /// # let _ = sink;
@@ -170,7 +170,7 @@ impl TracingSink {
     /// # Examples
     ///
     /// ```
-    /// use stallguard_sinks::trace::TracingSink;
+    /// use stallwarden_sinks::trace::TracingSink;
     /// let sink = TracingSink::new().heartbeat_level(tracing::Level::TRACE);
     /// # let _ = sink;
     /// ```
@@ -185,7 +185,7 @@ impl TracingSink {
     /// # Examples
     ///
     /// ```
-    /// use stallguard_sinks::trace::TracingSink;
+    /// use stallwarden_sinks::trace::TracingSink;
     /// use watchdog_core::{Delivery, Sink};
     /// let sink = TracingSink::new().with_delivery(Delivery::Isolated);
     /// assert_eq!(sink.delivery(), Delivery::Isolated);

@@ -12,7 +12,7 @@ use agent_client_protocol_schema::rpc::{JsonRpcMessage, Notification};
 use agent_client_protocol_schema::v1::{
     SessionNotification, SessionUpdate, ToolCallStatus, ToolCallUpdate,
 };
-use stallguard_sinks::acp::{AcpSink, META, METHOD};
+use stallwarden_sinks::acp::{AcpSink, META, METHOD};
 use tokio::io::AsyncReadExt;
 use watchdog_core::{Guard, ManualClock, Profile};
 

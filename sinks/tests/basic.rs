@@ -10,12 +10,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use stallguard_sinks::callback::CallbackSink;
-use stallguard_sinks::channel::ChannelSink;
-use stallguard_sinks::jsonl::JsonLinesSink;
-use stallguard_sinks::metrics::MetricsSink;
-use stallguard_sinks::token::CancelTokenSink;
-use stallguard_sinks::trace::TracingSink;
+use stallwarden_sinks::callback::CallbackSink;
+use stallwarden_sinks::channel::ChannelSink;
+use stallwarden_sinks::jsonl::JsonLinesSink;
+use stallwarden_sinks::metrics::MetricsSink;
+use stallwarden_sinks::token::CancelTokenSink;
+use stallwarden_sinks::trace::TracingSink;
 use watchdog_core::{Guard, ManualClock, Profile, RecordingSink};
 
 const WORKERS: usize = 4;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use stallguard_sinks::callback::CallbackSink;
+use stallwarden_sinks::callback::CallbackSink;
 use watchdog_core::{
     ActionKind, Delivery, Guard, ManualClock, Outcome, Profile, RecordingSink, Sink,
 };

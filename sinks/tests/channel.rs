@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use stallguard_sinks::channel::{ChannelSink, TryRecvError};
+use stallwarden_sinks::channel::{ChannelSink, TryRecvError};
 use watchdog_core::{Event, Guard, ManualClock, Outcome, Profile, RecordingSink};
 
 const SECOND: Duration = Duration::from_secs(1);

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use serde_json::Value;
-use stallguard_sinks::jsonl::JsonLinesSink;
+use stallwarden_sinks::jsonl::JsonLinesSink;
 use watchdog_core::{
     CallOutcome, ChildInfo, ChildProbe, Guard, ManualClock, Outcome, ProcState, Profile,
     RecordingSink, Sink,

@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use metrics::{SharedString, Unit};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use metrics_util::CompositeKey;
-use stallguard_sinks::metrics::{
+use stallwarden_sinks::metrics::{
     MetricsSink, CANCELS, HEARTBEATS, KILLS, LAST_CALL, LAST_PROGRESS, STALLS, STALL_SILENCE,
     TASKS, TASK_DURATION,
 };
@@ -299,7 +299,7 @@ fn per_task_series_only_when_asked_for() {
     assert!((at - (WALL0 + 2.0)).abs() < 1e-3, "{}", at - WALL0);
 }
 
-// R6.8: `stallguard_tasks{state}` is moved by the events themselves:
+// R6.8: `stallwarden_tasks{state}` is moved by the events themselves:
 // started → working, stalled → stalled, recovered → working, cancelling →
 // cancelling, finished → gone; no polling.
 #[test]

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use stallguard_sinks::monitor::{
+use stallwarden_sinks::monitor::{
     monitored, redact, MonitorAgent, MonitorBrief, MonitorCall, MonitorError, MonitorFinal,
     MonitorSettings, MonitorSink, MonitorState, MonitorTarget, MonitorUpdate, ObservationKind,
     OutputTail, RuleMonitor,
@@ -931,7 +931,7 @@ fn observations_are_kept_for_the_last_256_tasks() {
 // --- Shard 3/10 survivors (issue 26, R10.4) ---
 
 /// A bounded output window that also counts every byte ever written, as the
-/// output reader of `stallguard-sources` does.
+/// output reader of `stallwarden-sources` does.
 #[derive(Default)]
 struct CountedTail {
     inner: Mutex<(Vec<u8>, u64)>,

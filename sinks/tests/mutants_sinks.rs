@@ -1,4 +1,4 @@
-//! Tests that kill surviving mutants of `stallguard-sinks` found by the
+//! Tests that kill surviving mutants of `stallwarden-sinks` found by the
 //! 1-in-10 round-robin cargo-mutants sample (issue 14, R10.4). Several of
 //! these behaviours are shown in doctests, which mutant runs skip
 //! (`.cargo/mutants.toml`), so each is pinned here as a test as well.
@@ -8,14 +8,14 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use metrics::Unit;
 use metrics_util::debugging::DebuggingRecorder;
-use stallguard_sinks::callback::CallbackSink;
-use stallguard_sinks::metrics::{MetricsSink, LAST_PROGRESS};
-use stallguard_sinks::monitor::{clean_output, redact, MonitorFinal, MonitorUpdate};
-use stallguard_sinks::process::{
+use stallwarden_sinks::callback::CallbackSink;
+use stallwarden_sinks::metrics::{MetricsSink, LAST_PROGRESS};
+use stallwarden_sinks::monitor::{clean_output, redact, MonitorFinal, MonitorUpdate};
+use stallwarden_sinks::process::{
     group_members, reap, GroupSignal, KillOutcome, KillReport, ProcessSink, Reaped,
 };
-use stallguard_sinks::token::CancelTokenSink;
-use stallguard_sinks::trace::TracingSink;
+use stallwarden_sinks::token::CancelTokenSink;
+use stallwarden_sinks::trace::TracingSink;
 use watchdog_core::{Delivery, Guard, ManualClock, Outcome, Profile, Sink, TaskState};
 
 // R8.7/R6.4: a failing sink is reported by its name, so each sink names
@@ -415,8 +415,8 @@ fn logs() -> String {
 // R8.7: every sink names itself, for the errors and logs that cite it.
 #[test]
 fn the_channel_and_json_lines_sinks_name_themselves() {
-    use stallguard_sinks::channel::ChannelSink;
-    use stallguard_sinks::jsonl::JsonLinesSink;
+    use stallwarden_sinks::channel::ChannelSink;
+    use stallwarden_sinks::jsonl::JsonLinesSink;
     assert_eq!(ChannelSink::new().name(), "channel");
     assert_eq!(JsonLinesSink::new(Vec::new()).name(), "jsonl");
 }
@@ -426,7 +426,7 @@ fn the_channel_and_json_lines_sinks_name_themselves() {
 // that name; the subscription keeps to the first it saw, by task id.
 #[test]
 fn a_name_subscription_keeps_to_the_first_task_it_saw() {
-    use stallguard_sinks::channel::ChannelSink;
+    use stallwarden_sinks::channel::ChannelSink;
     let sink = ChannelSink::new();
     let mut build = sink.subscribe_task("build");
     let one = Guard::builder()
@@ -454,7 +454,7 @@ fn a_name_subscription_keeps_to_the_first_task_it_saw() {
 // hand hands out what is queued.
 #[test]
 fn a_subscription_polled_by_hand_yields_what_is_queued() {
-    use stallguard_sinks::channel::{ChannelSink, TryRecvError};
+    use stallwarden_sinks::channel::{ChannelSink, TryRecvError};
     use std::task::{Context, Poll, Waker};
     assert!(!TryRecvError::Empty.is_closed());
     assert!(TryRecvError::Closed.is_closed());
@@ -477,7 +477,7 @@ fn a_subscription_polled_by_hand_yields_what_is_queued() {
 // late event of any of them is dropped; the one before them is forgotten.
 #[test]
 fn the_json_lines_sink_remembers_exactly_the_last_65536_finished_tasks() {
-    use stallguard_sinks::jsonl::JsonLinesSink;
+    use stallwarden_sinks::jsonl::JsonLinesSink;
     use watchdog_core::{RecordingSink, TaskId};
     let rec = RecordingSink::new();
     let guard = Guard::builder()
@@ -592,7 +592,7 @@ fn a_refused_signal_is_logged_as_a_warning_with_its_reason() {
 // reported unconfirmed at the first look.
 #[test]
 fn a_group_that_ends_within_the_bound_is_confirmed_gone() {
-    use stallguard_sinks::process::wait_group_gone;
+    use stallwarden_sinks::process::wait_group_gone;
     use std::os::unix::process::CommandExt;
     let mut child = std::process::Command::new("sleep")
         .arg("0.3")
@@ -712,7 +712,7 @@ fn rule_final(exit_code: i32, tail: &str) -> MonitorFinal {
 // stop in their own words, and ends with the retries seen, if any.
 #[test]
 fn the_rule_monitor_counts_retries_and_names_stalls_and_stops() {
-    use stallguard_sinks::monitor::{MonitorAgent, RuleMonitor};
+    use stallwarden_sinks::monitor::{MonitorAgent, RuleMonitor};
     let mut rules = RuleMonitor::new();
     let said = rules
         .update(&rule_update(
@@ -760,7 +760,7 @@ fn the_rule_monitor_counts_retries_and_names_stalls_and_stops() {
 // only; a success does not dig up an error it recovered from.
 #[test]
 fn an_earlier_error_is_recalled_only_when_the_command_failed() {
-    use stallguard_sinks::monitor::{MonitorAgent, RuleMonitor};
+    use stallwarden_sinks::monitor::{MonitorAgent, RuleMonitor};
     let seen = || {
         let mut rules = RuleMonitor::new();
         rules
@@ -791,7 +791,7 @@ fn an_earlier_error_is_recalled_only_when_the_command_failed() {
 // or `no` stands; a real count is.
 #[test]
 fn zero_counts_are_not_errors() {
-    use stallguard_sinks::monitor::{MonitorAgent, RuleMonitor};
+    use stallwarden_sinks::monitor::{MonitorAgent, RuleMonitor};
     for line in [
         "0 errors",
         "no errors",
@@ -830,19 +830,19 @@ fn two_secrets_are_masked_apart() {
 // R6.6: a monitor target says the command it describes.
 #[test]
 fn a_monitor_target_says_its_command() {
-    use stallguard_sinks::monitor::MonitorTarget;
+    use stallwarden_sinks::monitor::MonitorTarget;
     let target = MonitorTarget::new("cargo build --release", Vec::new).cwd("/work");
     assert_eq!(target.command(), "cargo build --release");
 }
 
-/// Threads of this process whose name starts `stallguard-moni` (a name is
+/// Threads of this process whose name starts `stallwarden-mon` (a name is
 /// cut to 15 bytes): monitor pollers and workers. No other test in this
 /// binary starts any.
 fn monitor_threads() -> usize {
     std::fs::read_dir("/proc/self/task")
         .unwrap()
         .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
-        .filter(|c| c.starts_with("stallguard-moni"))
+        .filter(|c| c.starts_with("stallwarden-mon"))
         .count()
 }
 
@@ -852,7 +852,7 @@ fn monitor_threads() -> usize {
 // itself once it runs, so both counts are waited for, within a bound.
 #[test]
 fn a_dropped_monitor_sink_leaves_no_poller_behind() {
-    use stallguard_sinks::monitor::MonitorSink;
+    use stallwarden_sinks::monitor::MonitorSink;
     let settles_at = |n: usize| {
         let bound = std::time::Instant::now() + Duration::from_secs(30);
         while monitor_threads() != n && std::time::Instant::now() < bound {
@@ -872,7 +872,7 @@ fn a_dropped_monitor_sink_leaves_no_poller_behind() {
 // updates, and says so when it notes plain progress.
 #[test]
 fn the_rule_monitor_counts_output_lines() {
-    use stallguard_sinks::monitor::{MonitorAgent, RuleMonitor};
+    use stallwarden_sinks::monitor::{MonitorAgent, RuleMonitor};
     let mut rules = RuleMonitor::new();
     let said = rules
         .update(&rule_update(

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
-use stallguard_sinks::process::{GroupSignal, KillOutcome, ProcessSink};
+use stallwarden_sinks::process::{GroupSignal, KillOutcome, ProcessSink};
 use watchdog_core::{
     Action, EventKind, Guard, ManualClock, Outcome, Profile, RecordingSink, Sink, SinkError,
     TaskHandle,
@@ -269,7 +269,7 @@ fn cancel_now(pid: u32) -> (ProcessSink, TaskHandle, Guard) {
     (procs, task, guard)
 }
 
-fn first_report(procs: &ProcessSink) -> stallguard_sinks::process::KillReport {
+fn first_report(procs: &ProcessSink) -> stallwarden_sinks::process::KillReport {
     procs.wait_for(|_| true, PATIENCE).expect("a report")
 }
 
@@ -284,7 +284,7 @@ fn pid_one_is_refused() {
     );
 }
 
-// R6.4 safety: a command left in stallguard's own group is refused, or the
+// R6.4 safety: a command left in stallwarden's own group is refused, or the
 // SIGTERM would hit the runner itself.
 #[test]
 fn a_pid_in_our_own_group_is_refused() {

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use stallguard_sinks::token::CancelTokenSink;
+use stallwarden_sinks::token::CancelTokenSink;
 use tokio_util::sync::CancellationToken;
 use watchdog_core::{Action, ActionKind, Guard, ManualClock, Outcome, Profile, Sink, TaskId};
 

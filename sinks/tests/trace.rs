@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use stallguard_sinks::trace::{TracingSink, TARGET};
+use stallwarden_sinks::trace::{TracingSink, TARGET};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Level, Metadata, Subscriber};
@@ -375,11 +375,11 @@ fn each_task_is_a_span_holding_its_events() {
     let spans = cap.spans.lock().clone();
     let tasks: Vec<&CapturedSpan> = spans
         .values()
-        .filter(|s| s.name == stallguard_sinks::trace::SPAN)
+        .filter(|s| s.name == stallwarden_sinks::trace::SPAN)
         .collect();
     assert_eq!(tasks.len(), 2, "{spans:?}");
     for (id, span) in &spans {
-        if span.name != stallguard_sinks::trace::SPAN {
+        if span.name != stallwarden_sinks::trace::SPAN {
             continue;
         }
         assert!(span.closed, "span of {:?} still open", span.fields);

@@ -27,8 +27,8 @@ pub const MAX_PER_OWNER: usize = 64;
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::background::BackgroundError;
-/// use stallguard_sources::Refusal;
+/// use stallwarden_sources::background::BackgroundError;
+/// use stallwarden_sources::Refusal;
 /// let e = BackgroundError::IdTooLong(300);
 /// assert_eq!(e.to_string(), "background task id is 300 bytes, more than 256");
 /// assert_eq!(e.key(), "background.id_too_long");
@@ -100,7 +100,7 @@ impl Refusal for BackgroundError {
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::background::Provenance;
+/// use stallwarden_sources::background::Provenance;
 /// let p = Provenance::Subagent { parent_tool_use_id: Some("toolu_task_1") };
 /// assert_ne!(p, Provenance::Agent);
 /// ```
@@ -121,7 +121,7 @@ pub enum Provenance<'a> {
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::background::SessionBoundary;
+/// use stallwarden_sources::background::SessionBoundary;
 /// assert_ne!(SessionBoundary::New, SessionBoundary::Clear);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -140,7 +140,7 @@ pub enum SessionBoundary {
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::background::RowOp;
+/// use stallwarden_sources::background::RowOp;
 /// assert_ne!(RowOp::Enqueue, RowOp::Remove);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -157,7 +157,7 @@ pub enum RowOp {
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::background::EndStatus;
+/// use stallwarden_sources::background::EndStatus;
 /// assert_eq!(EndStatus::from_wire("completed"), EndStatus::Completed);
 /// assert!(EndStatus::from_wire("killed").is_end());
 /// assert!(!EndStatus::from_wire("running").is_end());
@@ -205,7 +205,7 @@ impl EndStatus {
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::background::{EndNotice, EndStatus};
+/// use stallwarden_sources::background::{EndNotice, EndStatus};
 /// let n = EndNotice { task: "b9miywpi3", launch: "toolu_1", status: EndStatus::Completed };
 /// assert!(n.status.is_end());
 /// ```
@@ -229,7 +229,7 @@ pub struct EndNotice<'a> {
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::background::BackgroundRecord;
+/// use stallwarden_sources::background::BackgroundRecord;
 /// use watchdog_core::{BackgroundKind, Guard, ManualClock, Profile, TaskState};
 ///
 /// let guard = Guard::builder().clock(ManualClock::new()).build();
@@ -388,7 +388,7 @@ impl BackgroundRecord {
     /// # Examples
     ///
     /// ```
-    /// use stallguard_sources::background::{BackgroundRecord, Provenance};
+    /// use stallwarden_sources::background::{BackgroundRecord, Provenance};
     /// use watchdog_core::{BackgroundKind, Guard, ManualClock, Profile};
     ///
     /// let guard = Guard::builder().clock(ManualClock::new()).build();
@@ -424,7 +424,7 @@ impl BackgroundRecord {
     /// # Examples
     ///
     /// ```
-    /// use stallguard_sources::background::{BackgroundRecord, SessionBoundary};
+    /// use stallwarden_sources::background::{BackgroundRecord, SessionBoundary};
     /// use watchdog_core::{BackgroundKind, Guard, ManualClock, Profile};
     ///
     /// let guard = Guard::builder().clock(ManualClock::new()).build();
@@ -453,7 +453,7 @@ impl BackgroundRecord {
     /// # Examples
     ///
     /// ```
-    /// use stallguard_sources::background::{BackgroundRecord, EndNotice, EndStatus, RowOp};
+    /// use stallwarden_sources::background::{BackgroundRecord, EndNotice, EndStatus, RowOp};
     /// use watchdog_core::{BackgroundKind, Guard, ManualClock, Profile};
     ///
     /// let guard = Guard::builder().clock(ManualClock::new()).build();

@@ -28,7 +28,7 @@ use watchdog_core::Recorder;
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::file::FileError;
+/// use stallwarden_sources::file::FileError;
 /// let e = FileError::NotAFile("/tmp".into());
 /// assert_eq!(e.to_string(), "`/tmp` is not a regular file");
 /// ```
@@ -72,7 +72,7 @@ pub enum Change {
 ///
 /// ```
 /// use std::io::Write;
-/// use stallguard_sources::file::{Change, FileGrowth};
+/// use stallwarden_sources::file::{Change, FileGrowth};
 /// use watchdog_core::{Guard, ManualClock, Profile};
 ///
 /// let dir = tempfile::tempdir().unwrap();

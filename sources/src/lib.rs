@@ -1,4 +1,4 @@
-//! Liveness sources for stallguard (SPEC §5): adapters that turn what a
+//! Liveness sources for stallwarden (SPEC §5): adapters that turn what a
 //! runner sees (bytes, stream events, datagrams, process tables, files) into
 //! signals on a task's [`watchdog_core::Recorder`]. Each source is one module
 //! of the same shape and uses the core's public API only; what a source

@@ -43,8 +43,8 @@ pub const MAX_TOKENS: usize = 1024;
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::mcp::McpRejection;
-/// use stallguard_sources::Refusal;
+/// use stallwarden_sources::mcp::McpRejection;
+/// use stallwarden_sources::Refusal;
 /// assert_eq!(McpRejection::BadToken.key(), "mcp.bad_token");
 /// assert_eq!(McpRejection::NotRising.to_string(), "progress did not rise for its token");
 /// ```
@@ -103,7 +103,7 @@ impl Refusal for McpRejection {
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::mcp::{McpProgress, McpRejection, Step};
+/// use stallwarden_sources::mcp::{McpProgress, McpRejection, Step};
 /// use watchdog_core::{Guard, ManualClock, Profile};
 ///
 /// let guard = Guard::builder().clock(ManualClock::new()).build();

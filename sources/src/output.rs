@@ -32,7 +32,7 @@ pub const DEFAULT_TAIL: usize = 64 * 1024;
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::output::Tail;
+/// use stallwarden_sources::output::Tail;
 ///
 /// let tail = Tail::new(4);
 /// tail.push(b"hello");
@@ -229,7 +229,7 @@ macro_rules! reader_accessors {
 ///
 /// ```
 /// use std::io::Read;
-/// use stallguard_sources::output::{CountingReader, Tail};
+/// use stallwarden_sources::output::{CountingReader, Tail};
 /// use watchdog_core::{Guard, ManualClock, Profile};
 ///
 /// let guard = Guard::builder().clock(ManualClock::new()).build();
@@ -287,7 +287,7 @@ impl<R: io::Read> io::Read for CountingReader<R> {
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// use tokio::io::AsyncReadExt;
-/// use stallguard_sources::output::AsyncCountingReader;
+/// use stallwarden_sources::output::AsyncCountingReader;
 /// use watchdog_core::{Guard, ManualClock, Profile};
 ///
 /// let guard = Guard::builder().clock(ManualClock::new()).build();

@@ -4,7 +4,7 @@
 //! datagram, a tool call the core's set refuses, a background report it
 //! cannot apply) is counted once, on the task, with
 //! [`Recorder::refused`]: the status snapshot shows the counts by key
-//! (`refused`), `stallguard describe` prints them, and `stallguard run -v`
+//! (`refused`), `stallwarden describe` prints them, and `stallwarden run -v`
 //! logs each refusal and a summary at the end. No source keeps a private
 //! counter of its own; the per-source views ([`ArgumentTracker::rejections`],
 //! [`McpProgress::rejections`], [`NotifySocket::malformed`]) read the task.
@@ -51,9 +51,9 @@ pub const SEPARATOR: char = '.';
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::args::Rejection;
-/// use stallguard_sources::notify::Malformed;
-/// use stallguard_sources::Refusal;
+/// use stallwarden_sources::args::Rejection;
+/// use stallwarden_sources::notify::Malformed;
+/// use stallwarden_sources::Refusal;
 ///
 /// assert_eq!(Rejection::EmptyDelta.key(), "args.empty_delta");
 /// assert_eq!(Malformed::BadValue.key(), "notify.bad_value");
@@ -64,7 +64,7 @@ pub trait Refusal: fmt::Display {
     fn key(&self) -> &'static str;
 }
 
-/// Counts `reason` on the task and logs it at debug (`stallguard run -v`);
+/// Counts `reason` on the task and logs it at debug (`stallwarden run -v`);
 /// returns it, for the caller's `Err`.
 pub(crate) fn refuse<R: Refusal>(recorder: &Recorder, reason: R) -> R {
     recorder.refused(reason.key());
@@ -78,8 +78,8 @@ pub(crate) fn refuse<R: Refusal>(recorder: &Recorder, reason: R) -> R {
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::refusal::refusals;
-/// use stallguard_sources::tools::ToolCallFeed;
+/// use stallwarden_sources::refusal::refusals;
+/// use stallwarden_sources::tools::ToolCallFeed;
 /// use watchdog_core::{CallOutcome, Guard, ManualClock, Profile};
 ///
 /// let guard = Guard::builder().clock(ManualClock::new()).build();
@@ -117,7 +117,7 @@ pub(crate) fn count(recorder: &Recorder, key: &str) -> u64 {
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::Step;
+/// use stallwarden_sources::Step;
 /// assert_ne!(Step::Renewed, Step::Ignored);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

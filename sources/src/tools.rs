@@ -27,8 +27,8 @@ pub const MAX_CALL_ID: usize = watchdog_core::MAX_CALL_ID;
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::tools::ToolCallError;
-/// use stallguard_sources::Refusal;
+/// use stallwarden_sources::tools::ToolCallError;
+/// use stallwarden_sources::Refusal;
 /// let e = ToolCallError::UnknownCall("call_9".into());
 /// assert_eq!(e.to_string(), "no tool call `call_9` is in flight");
 /// assert_eq!(e.key(), "tools.unknown_call");
@@ -128,7 +128,7 @@ pub(crate) fn finish(
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::tools::{ToolCallError, ToolCallFeed};
+/// use stallwarden_sources::tools::{ToolCallError, ToolCallFeed};
 /// use watchdog_core::{CallOutcome, Guard, ManualClock, Profile};
 ///
 /// let guard = Guard::builder().clock(ManualClock::new()).build();

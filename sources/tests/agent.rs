@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use stallguard_sources::agent::{AgentEvent, AgentStream, Format, MAX_EVENT_LINE};
+use stallwarden_sources::agent::{AgentEvent, AgentStream, Format, MAX_EVENT_LINE};
 use watchdog_core::{CallOutcome, Guard, ManualClock, Phase, Profile, RecordingSink, TaskHandle};
 
 fn fixture(path: &str) -> String {
@@ -368,7 +368,7 @@ fn format_names_read_back_as_their_format() {
     );
 }
 
-// R5.10, R5.1: a stream made without `counting_output` (as `stallguard run`
+// R5.10, R5.1: a stream made without `counting_output` (as `stallwarden run`
 // makes it, counting bytes in its own pump) reports no output of its own
 // (kills the issue-26 mutant of AgentStream::feed's `&&`).
 #[test]
@@ -525,7 +525,7 @@ fn gemini_tool_result_status_is_the_calls_outcome() {
 // the issue-26 mutants of names::cut_bytes's `end -= 1`).
 #[test]
 fn a_multibyte_name_is_cut_below_the_byte_bound_on_a_character_boundary() {
-    use stallguard_sources::agent::call_name;
+    use stallwarden_sources::agent::call_name;
     let name = call_name(&"€".repeat(100), None); // 300 bytes, 3 per char
     assert_eq!(name, "€".repeat(watchdog_core::MAX_CALL_ID / 3));
     assert_eq!(name.len(), 255);

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use stallguard_sources::agent::{AgentStream, Format};
+use stallwarden_sources::agent::{AgentStream, Format};
 use watchdog_core::{
     BackgroundKind, CallOutcome, Guard, ManualClock, Phase, Profile, RecordingSink, TaskHandle,
     TaskState,
@@ -17,7 +17,7 @@ fn fixture(path: &str) -> Vec<String> {
     text.lines().map(|l| format!("{l}\n")).collect()
 }
 
-/// Idle 2 s and execution 30 s, as `stallguard run --stream` is used in
+/// Idle 2 s and execution 30 s, as `stallwarden run --stream` is used in
 /// tests/real_agent_clis.rs.
 fn setup() -> (Guard, RecordingSink, TaskHandle) {
     let rec = RecordingSink::new();
@@ -215,7 +215,7 @@ fn codex_file_change_completed_only_is_a_whole_call() {
 // multibyte, escape sequences, newlines; the name stays within 256 bytes.
 #[test]
 fn shown_commands_are_cut_and_cleaned() {
-    use stallguard_sources::agent::{call_name, MAX_SHOWN_COMMAND};
+    use stallwarden_sources::agent::{call_name, MAX_SHOWN_COMMAND};
     let long = "é".repeat(500);
     let n = call_name("Bash", Some(&long));
     assert!(n.len() <= 256, "{}", n.len());

@@ -10,7 +10,7 @@ use common::LogCapture;
 
 use std::time::Duration;
 
-use stallguard_sources::agent::{AgentStream, Format};
+use stallwarden_sources::agent::{AgentStream, Format};
 use watchdog_core::{BackgroundKind, Guard, ManualClock, Profile, TaskHandle, TaskState};
 
 fn fixture(path: &str) -> Vec<String> {
@@ -245,7 +245,7 @@ fn an_init_with_an_empty_session_id_keeps_the_background_record() {
 }
 
 // R10.6, R8.7: a task report refused for naming no launching call is logged
-// (`stallguard run -v`) with the task's id, cut to 256 bytes on a character
+// (`stallwarden run -v`) with the task's id, cut to 256 bytes on a character
 // boundary (kills the issue-26 mutants of tasks::cut).
 #[test]
 fn a_refused_task_report_is_logged_with_its_task_id_cut_to_256_bytes() {

@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
-use stallguard_sources::args::anthropic::AnthropicStream;
-use stallguard_sources::args::openai::OpenAiStream;
-use stallguard_sources::args::{
+use stallwarden_sources::args::anthropic::AnthropicStream;
+use stallwarden_sources::args::openai::OpenAiStream;
+use stallwarden_sources::args::{
     ArgumentTracker, Freshness, Rejection, Step, StreamAdapter, MAX_FINGERPRINTS,
 };
 use watchdog_core::{Guard, ManualClock, Profile, RecordingSink, TaskHandle};
@@ -728,7 +728,7 @@ fn rs_item_done(index: u64) -> String {
 // make ArgumentTracker::is_open false).
 #[test]
 fn responses_done_events_close_the_block() {
-    use stallguard_sources::args::responses::ResponsesStream;
+    use stallwarden_sources::args::responses::ResponsesStream;
     let (_guard, _rec, task) = setup("responses-done");
     let mut s = ResponsesStream::new(task.recorder());
     assert_eq!(s.feed(&rs_created("resp_1")), Ok(Step::Tracked));
@@ -751,7 +751,7 @@ fn responses_done_events_close_the_block() {
 // ResponsesStream::dispatch and make its turn_end a no-op).
 #[test]
 fn responses_terminal_events_and_turn_end_end_the_generation() {
-    use stallguard_sources::args::responses::ResponsesStream;
+    use stallwarden_sources::args::responses::ResponsesStream;
     let (_guard, _rec, task) = setup("responses-end");
     let mut s = ResponsesStream::new(task.recorder());
     let terminal = [
@@ -785,7 +785,7 @@ fn responses_terminal_events_and_turn_end_end_the_generation() {
 // `self.current == Some(id) && self.tracker.is_active()`).
 #[test]
 fn responses_created_again_is_refused_and_another_response_moves_on() {
-    use stallguard_sources::args::responses::ResponsesStream;
+    use stallwarden_sources::args::responses::ResponsesStream;
     let (_guard, _rec, task) = setup("responses-created");
     let mut s = ResponsesStream::new(task.recorder());
     assert_eq!(s.feed(&rs_created("resp_1")), Ok(Step::Tracked));
@@ -815,7 +815,7 @@ const GM_ARGS: &str = r#"{"functionCall":{"partialArgs":[{"jsonPath":"$.location
 // `id != cur` guard and `(Some(id), None)` arm).
 #[test]
 fn gemini_another_response_id_starts_a_new_response() {
-    use stallguard_sources::args::gemini::GeminiStream;
+    use stallwarden_sources::args::gemini::GeminiStream;
     let (_guard, _rec, task) = setup("gemini-ids");
     let mut s = GeminiStream::new(task.recorder());
     assert_eq!(s.feed(&gm(Some("r1"), GM_CALL)), Ok(Step::Tracked));
@@ -843,7 +843,7 @@ fn gemini_another_response_id_starts_a_new_response() {
 // makes GeminiStream::turn_end a no-op).
 #[test]
 fn gemini_turn_end_drops_the_call_being_streamed() {
-    use stallguard_sources::args::gemini::GeminiStream;
+    use stallwarden_sources::args::gemini::GeminiStream;
     let (_guard, _rec, task) = setup("gemini-turn-end");
     let mut s = GeminiStream::new(task.recorder());
     assert_eq!(s.feed(&gm(Some("r1"), GM_CALL)), Ok(Step::Tracked));
@@ -860,7 +860,7 @@ fn gemini_turn_end_drops_the_call_being_streamed() {
 // `json_index(index)? != 0` guard).
 #[test]
 fn gemini_candidates_other_than_index_zero_are_refused() {
-    use stallguard_sources::args::gemini::GeminiStream;
+    use stallwarden_sources::args::gemini::GeminiStream;
     let (_guard, _rec, task) = setup("gemini-candidates");
     let mut s = GeminiStream::new(task.recorder());
     let with_index = |i: u64| {

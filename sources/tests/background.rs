@@ -1,7 +1,7 @@
 //! Background-task records (R5.6) and the `monitoring` state they put the
 //! owner in (R4.3).
 
-use stallguard_sources::background::{
+use stallwarden_sources::background::{
     BackgroundError, BackgroundRecord, EndNotice, EndStatus, Provenance, RowOp, SessionBoundary,
     MAX_PER_OWNER,
 };

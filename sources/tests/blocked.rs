@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
-use stallguard_sources::procs::ProcTable;
+use stallwarden_sources::procs::ProcTable;
 use watchdog_core::ChildInfo;
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -832,7 +832,7 @@ fn an_unreadable_syscall_file_says_why() {
 }
 
 // R8.13: a `syscall` file this process may not read (another user's
-// process, where stallguard runs unprivileged) says so in plain words
+// process, where stallwarden runs unprivileged) says so in plain words
 // (kills the deleted `PermissionDenied` arm of `io_reason`). Root reads
 // anything, so the look is taken on a thread whose file-system uid is
 // nobody's (setfsuid is per thread and drops the override).

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
-use stallguard_sources::procs::{ProcTable, ProcessSampler};
+use stallwarden_sources::procs::{ProcTable, ProcessSampler};
 use watchdog_core::ChildProbe;
 
 #[test]

@@ -4,8 +4,8 @@ use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::time::Duration;
 
-use stallguard_sources::file::{Change, FileError, FileGrowth};
-use stallguard_sources::mcp::{McpProgress, McpRejection, Step, MAX_TOKENS};
+use stallwarden_sources::file::{Change, FileError, FileGrowth};
+use stallwarden_sources::mcp::{McpProgress, McpRejection, Step, MAX_TOKENS};
 use watchdog_core::{Guard, ManualClock, Profile, RecordingSink, SignalKind, TaskHandle};
 
 const IDLE: Duration = Duration::from_millis(100);

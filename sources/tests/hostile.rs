@@ -7,12 +7,12 @@ use std::collections::{HashMap, HashSet};
 
 use proptest::prelude::*;
 use serde_json::{json, Value};
-use stallguard_sources::args::anthropic::AnthropicStream;
-use stallguard_sources::args::gemini::GeminiStream;
-use stallguard_sources::args::openai::OpenAiStream;
-use stallguard_sources::args::responses::ResponsesStream;
-use stallguard_sources::args::{Step, StreamAdapter, MAX_BLOCKS, MAX_FINGERPRINTS};
-use stallguard_sources::mcp::{self, McpProgress, MAX_TOKENS};
+use stallwarden_sources::args::anthropic::AnthropicStream;
+use stallwarden_sources::args::gemini::GeminiStream;
+use stallwarden_sources::args::openai::OpenAiStream;
+use stallwarden_sources::args::responses::ResponsesStream;
+use stallwarden_sources::args::{Step, StreamAdapter, MAX_BLOCKS, MAX_FINGERPRINTS};
+use stallwarden_sources::mcp::{self, McpProgress, MAX_TOKENS};
 use watchdog_core::{Guard, ManualClock, Profile, TaskHandle};
 
 fn config() -> ProptestConfig {

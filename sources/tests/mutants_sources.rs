@@ -1,4 +1,4 @@
-//! Tests that kill surviving mutants of `stallguard-sources` found by
+//! Tests that kill surviving mutants of `stallwarden-sources` found by
 //! cargo-mutants (issue 14, R10.4): each pins a behaviour a mutant changed
 //! without any other test noticing.
 
@@ -10,14 +10,14 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use stallguard_sources::agent::{call_name, codex, AgentEvent};
-use stallguard_sources::args::openai::OpenAiStream;
-use stallguard_sources::args::{Rejection, Step, StreamAdapter, StreamFormat};
-use stallguard_sources::background::{BackgroundError, BackgroundRecord, MAX_ID, MAX_PER_OWNER};
-use stallguard_sources::procs::{
+use stallwarden_sources::agent::{call_name, codex, AgentEvent};
+use stallwarden_sources::args::openai::OpenAiStream;
+use stallwarden_sources::args::{Rejection, Step, StreamAdapter, StreamFormat};
+use stallwarden_sources::background::{BackgroundError, BackgroundRecord, MAX_ID, MAX_PER_OWNER};
+use stallwarden_sources::procs::{
     sample_once, state_from_code, ProcTable, ProcessSampler, FULL_WALK_EVERY,
 };
-use stallguard_sources::tools::{ToolCallError, ToolCallFeed, MAX_CALL_ID};
+use stallwarden_sources::tools::{ToolCallError, ToolCallFeed, MAX_CALL_ID};
 use watchdog_core::{
     BackgroundKind, CallOutcome, ChildProbe, Guard, ManualClock, ProcState, Profile, TaskHandle,
 };
@@ -417,7 +417,7 @@ fn a_kernel_without_syscall_files_says_so() {
 // failed poll, false or a deleted `!` never warned).
 #[tokio::test(start_paused = true)]
 async fn a_failing_file_poll_is_warned_about_once_per_stretch_of_failures() {
-    use stallguard_sources::file::FileGrowth;
+    use stallwarden_sources::file::FileGrowth;
     let captured = Captured::default();
     let subscriber = captured.warnings();
     // This thread's only: the test's runtime runs the poller here too.

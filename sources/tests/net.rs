@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
-use stallguard_sources::procs::{NetMeter, ProcessSampler};
+use stallwarden_sources::procs::{NetMeter, ProcessSampler};
 use watchdog_core::{Guard, KindSet, ManualClock, Profile, SignalKind, TaskHandle};
 
 /// Connects to the port in argv[1]; on stdin, `connect` opens another

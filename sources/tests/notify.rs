@@ -12,7 +12,7 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 use proptest::prelude::*;
-use stallguard_sources::notify::{
+use stallwarden_sources::notify::{
     Malformed, Notification, NotifySocket, MAX_STATUS, TRIGGER_REASON,
 };
 use watchdog_core::{EventKind, Guard, KindSet, ManualClock, Profile, RecordingSink, SignalKind};
@@ -381,15 +381,15 @@ fn a_flood_of_heartbeats_is_all_counted() {
 /// what makes a blocking `poll(2)` return `EINTR`.
 extern "C" fn caught(_: libc::c_int) {}
 
-/// The serving threads of this process (all named `stallguard-notify`,
-/// which the kernel's 15-byte `comm` cuts to `stallguard-noti`).
+/// The serving threads of this process (all named `stallwarden-notify`,
+/// which the kernel's 15-byte `comm` cuts to `stallwarden-not`).
 fn notify_threads() -> Vec<libc::pid_t> {
     std::fs::read_dir("/proc/self/task")
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
         .filter(|tid: &libc::pid_t| {
             std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
-                .is_ok_and(|c| c.trim_end() == "stallguard-noti")
+                .is_ok_and(|c| c.trim_end() == "stallwarden-not")
         })
         .collect()
 }
@@ -460,7 +460,7 @@ fn a_signal_caught_on_the_serving_thread_does_not_stop_it() {
     ours.retain(|tid| !before.contains(tid));
     assert!(
         !ours.is_empty(),
-        "binding started no stallguard-notify thread"
+        "binding started no stallwarden-notify thread"
     );
     for round in 0..3 {
         let mut signalled = 0;
@@ -547,7 +547,7 @@ fn an_idle_socket_costs_no_wake_ups() {
         }
         assert!(
             !ours.is_empty(),
-            "binding started no stallguard-notify thread"
+            "binding started no stallwarden-notify thread"
         );
         let start: Vec<_> = ours.iter().map(|&t| (t, context_switches(t))).collect();
         std::thread::sleep(Duration::from_millis(300));
@@ -685,7 +685,7 @@ proptest! {
 // refused whole as oversize.
 #[test]
 fn a_datagram_of_the_largest_size_is_read_and_one_byte_more_is_refused() {
-    let max = stallguard_sources::notify::MAX_DATAGRAM;
+    let max = stallwarden_sources::notify::MAX_DATAGRAM;
     let mut exact = b"STATUS=".to_vec();
     exact.resize(max - 1, b'x');
     exact.push(b'\n');

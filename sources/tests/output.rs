@@ -6,7 +6,7 @@ use std::cell::Cell;
 use std::io::{self, Read};
 use std::time::Duration;
 
-use stallguard_sources::output::{AsyncCountingReader, CountingReader, Tail, DEFAULT_TAIL};
+use stallwarden_sources::output::{AsyncCountingReader, CountingReader, Tail, DEFAULT_TAIL};
 use watchdog_core::{Guard, ManualClock, Profile, RecordingSink, SignalKind};
 
 /// Counts the bytes this thread has live on the heap, and the peak, so a test

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 use proptest::prelude::*;
-use stallguard_sources::procs::{
+use stallwarden_sources::procs::{
     check_interval, sample_once, ProcStat, ProcTable, ProcessSampler, StatError, FULL_WALK_EVERY,
     MAX_CHILDREN,
 };
@@ -409,7 +409,7 @@ fn a_periodic_sample_asks_only_the_suspects_what_they_are_blocked_on() {
     // has no `syscall` files, so an asked process is described as such.
     let (dir, edit) = fixture_copy();
     let mut table = ProcTable::at(dir.path());
-    let asked = |sample: &stallguard_sources::procs::TreeSample| -> Vec<u32> {
+    let asked = |sample: &stallwarden_sources::procs::TreeSample| -> Vec<u32> {
         let root = sample.root.iter();
         let mut p: Vec<u32> = root
             .chain(&sample.children)
@@ -625,7 +625,7 @@ fn a_children_list_longer_than_the_read_buffer_is_read_to_its_end() {
 fn a_table_does_not_hand_its_proc_directory_to_children() {
     // R5.5: a ProcTable holds `/proc` open between samples, for the life
     // of a supervised run; a command spawned meanwhile (the wrapped command
-    // itself, under `stallguard run`) must not inherit that descriptor.
+    // itself, under `stallwarden run`) must not inherit that descriptor.
     let mut table = ProcTable::new();
     table.sample(std::process::id()).unwrap();
     let out = Command::new("ls")
@@ -723,7 +723,7 @@ proptest! {
 
 /// A quick cost check, not a benchmark (those live in the benches): prints
 /// the mean time of a full sample of this test process's tree. Run with
-/// `cargo test -p stallguard-sources --test procs --release -- --ignored --nocapture`.
+/// `cargo test -p stallwarden-sources --test procs --release -- --ignored --nocapture`.
 #[test]
 #[ignore = "prints timings; not an assertion"]
 fn sample_cost_quick_check() {

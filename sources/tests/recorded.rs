@@ -12,16 +12,16 @@ use common::LogCapture;
 use std::time::Duration;
 
 use serde_json::Value;
-use stallguard_sources::args::anthropic::AnthropicStream;
-use stallguard_sources::args::gemini::GeminiStream;
-use stallguard_sources::args::openai::OpenAiStream;
-use stallguard_sources::args::responses::ResponsesStream;
-use stallguard_sources::args::Step;
+use stallwarden_sources::args::anthropic::AnthropicStream;
+use stallwarden_sources::args::gemini::GeminiStream;
+use stallwarden_sources::args::openai::OpenAiStream;
+use stallwarden_sources::args::responses::ResponsesStream;
+use stallwarden_sources::args::Step;
 use watchdog_core::{Guard, ManualClock, Profile, RecordingSink, SignalKind};
 
 /// The one face every adapter shows (R5.2, R5.9): every recording runs the
 /// same checks through it.
-use stallguard_sources::args::StreamAdapter as Adapter;
+use stallwarden_sources::args::StreamAdapter as Adapter;
 
 /// The argument fragments a line carries, read straight from the JSON.
 type Fragments = fn(&Value) -> Vec<String>;

@@ -1,25 +1,25 @@
-//! What happens between the command's exit and stallguard's (R8.5, R8.6):
+//! What happens between the command's exit and stallwarden's (R8.5, R8.6):
 //! a bounded wait for its output pipes, the processes still holding them
 //! named as `leaked`, then what is left of its tree stopped or kept and
 //! named as `leftover`. Nothing here waits without a bound.
 //!
 //! The budgets stopped judging when the command exited (R8.8): these waits
 //! have their own timers and never change the command's status. A signal
-//! sent to stallguard meanwhile ends the wait at once (R8.9): what is left
+//! sent to stallwarden meanwhile ends the wait at once (R8.9): what is left
 //! is then handled per `on-leftover` without a grace period.
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
-use stallguard::{LeftoverAction, ProcessName, TaskHandle};
+use stallwarden::{LeftoverAction, ProcessName, TaskHandle};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::console::Console;
 use super::reaper::{self, Proc};
 use super::signals::{self, Incoming};
 use super::{leaks, reaper::our_tree};
-use stallguard::config::OnLeftover;
+use stallwarden::config::OnLeftover;
 
 /// How long SIGKILL gets to be confirmed, as the process sink's default.
 const CONFIRM: Duration = Duration::from_secs(2);
@@ -46,7 +46,7 @@ pub(crate) struct Aftermath<'a> {
     pub(crate) pgid: u32,
     /// The grace period between SIGTERM and SIGKILL.
     pub(crate) grace: Duration,
-    /// stallguard cancelled the command: its SIGTERM also went to what
+    /// stallwarden cancelled the command: its SIGTERM also went to what
     /// escaped, which gets the grace period to act on it.
     pub(crate) stopped: bool,
     pub(crate) console: &'a Console,
@@ -98,7 +98,7 @@ impl Aftermath<'_> {
                 reaper::stop_group(self.pgid, Duration::ZERO, Duration::ZERO);
                 if !still.is_empty() {
                     self.console.line(&format!(
-                        "stallguard: cleanup unconfirmed: {} still running",
+                        "stallwarden: cleanup unconfirmed: {} still running",
                         leaks::names(&still)
                     ));
                 }
@@ -137,7 +137,7 @@ impl Aftermath<'_> {
         finished
     }
 
-    /// Stops every live process below stallguard: SIGTERM (and SIGCONT),
+    /// Stops every live process below stallwarden: SIGTERM (and SIGCONT),
     /// the grace period for them to go (ended by a signal), then SIGKILL
     /// and up to [`CONFIRM`] more. Returns what is still alive.
     async fn stop_all(&mut self, signals: &mut Incoming) -> Vec<ProcessName> {
@@ -161,7 +161,7 @@ impl Aftermath<'_> {
             .collect()
     }
 
-    /// Waits up to `bound` (ended by a signal) for stallguard to have no
+    /// Waits up to `bound` (ended by a signal) for stallwarden to have no
     /// live descendant, reaping meanwhile; returns what is still alive.
     async fn wait_gone(&mut self, bound: Duration, signals: &mut Incoming) -> Vec<Proc> {
         let until = Instant::now().checked_add(bound);
@@ -186,7 +186,7 @@ impl Aftermath<'_> {
         if !self.interrupted {
             self.interrupted = true;
             self.console.line(&format!(
-                "stallguard: {} after the command exited: not waiting any longer",
+                "stallwarden: {} after the command exited: not waiting any longer",
                 signals::name(sig)
             ));
         }

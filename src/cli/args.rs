@@ -5,24 +5,24 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use stallguard::{OptionSpec, Setting};
+use stallwarden::{OptionSpec, Setting};
 
 /// Runs a command under a watchdog that tells a silent-but-working job from
 /// a dead one.
 #[derive(Debug, Parser)]
-#[command(name = "stallguard", version, about, long_about = None)]
+#[command(name = "stallwarden", version, about, long_about = None)]
 #[command(after_help = "\
 Examples:
-  stallguard run --idle 3s -- sh -c 'echo working; sleep 30'
-  stallguard run -p ci --deadline 2h --events events.jsonl -- cargo test
-  stallguard check stallguard.toml
-  stallguard list --socket /tmp/sg.sock
+  stallwarden run --idle 3s -- sh -c 'echo working; sleep 30'
+  stallwarden run -p ci --deadline 2h --events events.jsonl -- cargo test
+  stallwarden check stallwarden.toml
+  stallwarden list --socket /tmp/sg.sock
 
-Exit status of `run`: the command's own; 124 when stallguard stopped it;
-125 for stallguard's own errors; 126 command not executable; 127 command
+Exit status of `run`: the command's own; 124 when stallwarden stopped it;
+125 for stallwarden's own errors; 126 command not executable; 127 command
 not found; 128+N when the command died of signal N.")]
 pub(crate) struct Cli {
-    /// More of stallguard's own diagnostics on stderr: -v for what sources
+    /// More of stallwarden's own diagnostics on stderr: -v for what sources
     /// and sinks count or refuse (debug), -vv for trace. RUST_LOG overrides.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub(crate) verbose: u8,
@@ -37,11 +37,11 @@ pub(crate) enum Command {
     /// Run CMD in its own process group and stop it when it goes silent.
     #[command(after_help = "\
 Examples:
-  stallguard run --idle 3s -- sh -c 'echo working; sleep 30'
+  stallwarden run --idle 3s -- sh -c 'echo working; sleep 30'
       stopped after 3 s of silence, exit 124
-  stallguard run --idle 10m --deadline 2h --terminate-after 2 -- make test
+  stallwarden run --idle 10m --deadline 2h --terminate-after 2 -- make test
       two strikes of 10 min silence (or 2 h in total) before it is stopped
-  stallguard run --terminate-after 0 --events - -- ./long-job
+  stallwarden run --terminate-after 0 --events - -- ./long-job
       never stop it: only report stalls, as JSON lines on stderr
 
 Silence: the command's stdout and stderr (passed through byte for byte) are
@@ -57,15 +57,15 @@ disables a budget.")]
     Run(Box<RunArgs>),
     /// Validate a config file and print each profile's effective budgets.
     #[command(after_help = "\
-Without FILE, checks ./stallguard.toml if present, else prints the built-in
+Without FILE, checks ./stallwarden.toml if present, else prints the built-in
 defaults. Exit status: 0 when valid, 125 otherwise.")]
     Check {
         /// The config file to check.
         file: Option<PathBuf>,
     },
-    /// List the tasks a running `stallguard run --socket PATH` watches.
+    /// List the tasks a running `stallwarden run --socket PATH` watches.
     List(ControlArgs),
-    /// Describe one task (or all) of a running `stallguard run --socket PATH`.
+    /// Describe one task (or all) of a running `stallwarden run --socket PATH`.
     Describe {
         /// The task's name; every task when left out.
         task: Option<String>,
@@ -74,10 +74,10 @@ defaults. Exit status: 0 when valid, 125 otherwise.")]
     },
 }
 
-/// Options of `stallguard run`.
+/// Options of `stallwarden run`.
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
-    /// Config file [default: ./stallguard.toml if present, else built-in defaults].
+    /// Config file [default: ./stallwarden.toml if present, else built-in defaults].
     #[arg(short, long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
 
@@ -126,7 +126,7 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "PATH")]
     pub(crate) events: Option<String>,
 
-    /// Serve the control socket at PATH (read it with `stallguard list`);
+    /// Serve the control socket at PATH (read it with `stallwarden list`);
     /// at most 107 bytes, the Unix socket limit.
     #[arg(long, value_name = "PATH")]
     pub(crate) socket: Option<PathBuf>,
@@ -178,11 +178,11 @@ pub(crate) enum OnLeftover {
     Keep,
 }
 
-impl From<OnLeftover> for stallguard::config::OnLeftover {
+impl From<OnLeftover> for stallwarden::config::OnLeftover {
     fn from(o: OnLeftover) -> Self {
         match o {
-            OnLeftover::Kill => stallguard::config::OnLeftover::Kill,
-            OnLeftover::Keep => stallguard::config::OnLeftover::Keep,
+            OnLeftover::Kill => stallwarden::config::OnLeftover::Kill,
+            OnLeftover::Keep => stallwarden::config::OnLeftover::Keep,
         }
     }
 }
@@ -197,11 +197,11 @@ pub(crate) enum OnInputWait {
     Pause,
 }
 
-impl From<OnInputWait> for stallguard::config::OnInputWait {
+impl From<OnInputWait> for stallwarden::config::OnInputWait {
     fn from(o: OnInputWait) -> Self {
         match o {
-            OnInputWait::Stall => stallguard::config::OnInputWait::Stall,
-            OnInputWait::Pause => stallguard::config::OnInputWait::Pause,
+            OnInputWait::Stall => stallwarden::config::OnInputWait::Stall,
+            OnInputWait::Pause => stallwarden::config::OnInputWait::Pause,
         }
     }
 }
@@ -209,7 +209,7 @@ impl From<OnInputWait> for stallguard::config::OnInputWait {
 /// Options shared by `list` and `describe`.
 #[derive(Debug, Args)]
 pub(crate) struct ControlArgs {
-    /// The control socket of a running `stallguard run --socket PATH`.
+    /// The control socket of a running `stallwarden run --socket PATH`.
     #[arg(long, value_name = "PATH")]
     pub(crate) socket: PathBuf,
 
@@ -251,7 +251,7 @@ impl clap::builder::TypedValueParser for OptionFlag {
 }
 
 fn duration(s: &str) -> Result<Duration, String> {
-    match stallguard::config::parse_budget(s)? {
+    match stallwarden::config::parse_budget(s)? {
         Some(d) => Ok(d),
         None => Err("this duration cannot be \"off\" (use \"0s\")".into()),
     }

@@ -1,15 +1,15 @@
-//! `stallguard check [FILE]` (R7.3): validate a config and print each
+//! `stallwarden check [FILE]` (R7.3): validate a config and print each
 //! profile's effective budgets, one column per profile.
 
 use std::path::{Path, PathBuf};
 
-use stallguard::config::{Config, ConfigError, RunOptions, DEFAULTS_NAME};
-use stallguard::Profile;
+use stallwarden::config::{Config, ConfigError, RunOptions, DEFAULTS_NAME};
+use stallwarden::Profile;
 
 /// The config file `run` and `check` read when none is named.
-pub(crate) const DEFAULT_FILE: &str = "stallguard.toml";
+pub(crate) const DEFAULT_FILE: &str = "stallwarden.toml";
 
-/// Loads `file`, or `./stallguard.toml` if present, or the built-in defaults.
+/// Loads `file`, or `./stallwarden.toml` if present, or the built-in defaults.
 pub(crate) fn load(file: Option<&Path>) -> Result<Config, ConfigError> {
     match file {
         Some(path) => Config::load(path),
@@ -23,7 +23,7 @@ pub(crate) fn run(file: Option<PathBuf>) -> u8 {
     let config = match load(file.as_deref()) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("stallguard: {e}");
+            eprintln!("stallwarden: {e}");
             return super::EXIT_ERROR;
         }
     };
@@ -43,7 +43,7 @@ pub(crate) fn run(file: Option<PathBuf>) -> u8 {
                 streams.push(stream);
             }
             Err(e) => {
-                eprintln!("stallguard: {e}");
+                eprintln!("stallwarden: {e}");
                 return super::EXIT_ERROR;
             }
         }
@@ -70,7 +70,7 @@ pub(crate) fn run(file: Option<PathBuf>) -> u8 {
 /// `streams` holds each column's `stream` format (R5.10), not a budget.
 pub(crate) fn table(
     columns: &[(String, Profile, RunOptions)],
-    streams: &[Option<stallguard::sources::agent::Format>],
+    streams: &[Option<stallwarden::sources::agent::Format>],
 ) -> String {
     let rows: Vec<(&str, Vec<String>)> = Config::keys()
         .iter()
@@ -118,7 +118,7 @@ pub(crate) fn table(
 /// what "off" falls back to where it falls back; the core shows the rest
 /// (R10.6).
 fn value(p: &Profile, r: &RunOptions, key: &str) -> String {
-    let d = |v: Option<std::time::Duration>| stallguard::Limit::from(v).to_string();
+    let d = |v: Option<std::time::Duration>| stallwarden::Limit::from(v).to_string();
     match key {
         "execution" => match p.execution {
             Some(_) => d(p.execution_budget()),
@@ -133,6 +133,6 @@ fn value(p: &Profile, r: &RunOptions, key: &str) -> String {
         "on-leftover" => r.on_leftover.as_str().into(),
         "on-input-wait" => r.on_input_wait.as_str().into(),
         "pty" => r.pty.to_string(),
-        key => stallguard::OptionSpec::find(key).map_or_else(String::new, |o| o.show(p)),
+        key => stallwarden::OptionSpec::find(key).map_or_else(String::new, |o| o.show(p)),
     }
 }

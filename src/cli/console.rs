@@ -1,5 +1,5 @@
 //! Everything `run` writes to the terminal goes through one [`Console`]: the
-//! command's output (byte for byte), stallguard's own lines, and the live
+//! command's output (byte for byte), stallwarden's own lines, and the live
 //! status line (R8.4), so the three never interleave mid-line.
 //!
 //! The status line is drawn only when stderr is a terminal, and only while
@@ -9,14 +9,14 @@
 //! output.
 //!
 //! Typeahead (R8.11): what the user types while the command is busy is
-//! echoed by the terminal at the cursor, which stallguard cannot see. So
+//! echoed by the terminal at the cursor, which stallwarden cannot see. So
 //! the line is never drawn, redrawn or erased by clearing the cursor's
 //! row: it is inserted at the start of the row (insert mode), pushing
 //! anything typed there to the right, and the cursor goes back to where it
 //! was, past it; it is erased by deleting exactly its own characters from
 //! the start of the row, so the typed text slides back to column 0 and the
 //! cursor stays right after it. The command's next output then follows the
-//! typed text, as it would without stallguard. What this cannot follow is
+//! typed text, as it would without stallwarden. What this cannot follow is
 //! the cursor leaving the row (a typed Enter): the run loop checks the
 //! terminal's input queue and then forgets the line instead of touching it
 //! ([`Console::forget_status`]).
@@ -112,7 +112,7 @@ impl Console {
         Ok(())
     }
 
-    /// Writes one line of stallguard's own on stderr, starting a new line
+    /// Writes one line of stallwarden's own on stderr, starting a new line
     /// first if the command left stderr mid-line.
     ///
     /// Control characters in it (a process or file name holding an escape
@@ -143,7 +143,7 @@ impl Console {
         // Inserted before whatever the row holds (typeahead), then the
         // cursor goes back past it: where it was, plus the line's width.
         // Never wider than the row: a wrapped line cannot be deleted whole.
-        // R8.12: shown escaped, as every line of stallguard's own.
+        // R8.12: shown escaped, as every line of stallwarden's own.
         let text = printable(text);
         let text: String = match columns() {
             Some(c) => text.chars().take(c.saturating_sub(1)).collect(),
@@ -214,7 +214,7 @@ fn columns() -> Option<usize> {
 /// Renders `text` safe for a terminal (R8.12): ESC as `\e`, every other
 /// control character (C0 but tab, DEL, C1) as `\xNN` or `\u{NN}`, so a
 /// process or file name cannot move the cursor, recolour the terminal or
-/// fake a line. Used for every line stallguard writes itself (`run`) and
+/// fake a line. Used for every line stallwarden writes itself (`run`) and
 /// for every value `list` and `describe` print.
 pub(crate) fn printable(text: &str) -> std::borrow::Cow<'_, str> {
     if !text.chars().any(|c| c.is_control() && c != '\t') {

@@ -6,7 +6,7 @@
 mod table;
 
 use clap::Parser;
-use stallguard::Profile;
+use stallwarden::Profile;
 
 use super::args::{Cli, Command};
 
@@ -20,7 +20,7 @@ fn every_spelling_through_the_flags() {
             continue; // no flag for this key, or not a string on a command line
         };
         ran += 1;
-        let argv = ["stallguard", "run", flag, value, "--", "true"];
+        let argv = ["stallwarden", "run", flag, value, "--", "true"];
         let got = match Cli::try_parse_from(argv) {
             Err(e) => Err(e.to_string()),
             Ok(Cli {

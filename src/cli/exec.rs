@@ -74,7 +74,7 @@ fn through_sh(original: &Command, path: &Path) -> Command {
 fn failure(name: &str, e: &io::Error) -> (String, u8) {
     if e.kind() != io::ErrorKind::NotFound {
         return (
-            format!("stallguard: {name}: cannot execute: {e}"),
+            format!("stallwarden: {name}: cannot execute: {e}"),
             EXIT_NOT_EXECUTABLE,
         );
     }
@@ -82,17 +82,17 @@ fn failure(name: &str, e: &io::Error) -> (String, u8) {
     // is missing.
     let Some(path) = resolve(OsStr::new(name)) else {
         return (
-            format!("stallguard: {name}: command not found"),
+            format!("stallwarden: {name}: command not found"),
             EXIT_NOT_FOUND,
         );
     };
     let line = match interpreter(&path) {
         Some(interp) => format!(
-            "stallguard: {name}: bad interpreter: {}: No such file or directory",
+            "stallwarden: {name}: bad interpreter: {}: No such file or directory",
             interp.to_string_lossy()
         ),
         None => format!(
-            "stallguard: {name}: cannot execute: No such file or directory \
+            "stallwarden: {name}: cannot execute: No such file or directory \
              (a missing program loader or library?)"
         ),
     };

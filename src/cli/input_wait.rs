@@ -62,9 +62,9 @@ use std::time::{Duration, Instant};
 use super::reaper::Proc;
 use super::report::Pauses;
 use super::typing::{is_terminal, thread_waits, Waits};
-use stallguard::sources::procs::net::{parse_tcp, TcpConn};
-use stallguard::sources::procs::ProcStat;
-use stallguard::TaskHandle;
+use stallwarden::sources::procs::net::{parse_tcp, TcpConn};
+use stallwarden::sources::procs::ProcStat;
+use stallwarden::TaskHandle;
 
 /// How often the terminal's readers are looked at.
 pub(crate) const EVERY: Duration = Duration::from_millis(250);
@@ -245,11 +245,11 @@ mod tests {
     #[test]
     fn looks_pause_and_resume_only_when_two_agree() {
         use Look::{Busy, Held, Unsure};
-        let guard = stallguard::Guard::builder()
-            .clock(stallguard::ManualClock::new())
+        let guard = stallwarden::Guard::builder()
+            .clock(stallwarden::ManualClock::new())
             .build();
         let task = guard
-            .start("probe", stallguard::Profile::default())
+            .start("probe", stallwarden::Profile::default())
             .unwrap();
         let mut pauses = Pauses::default();
         let mut wait = InputWait::default();

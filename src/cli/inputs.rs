@@ -10,8 +10,8 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use stallguard::sinks::jsonl::JsonLinesSink;
-use stallguard::{Profile, Sink};
+use stallwarden::sinks::jsonl::JsonLinesSink;
+use stallwarden::{Profile, Sink};
 
 use super::args::RunArgs;
 
@@ -61,7 +61,7 @@ pub(crate) fn flag_of(key: &str) -> &str {
 
 /// R5.10: with an agent stream, no `--execution` flag and no execution
 /// budget in the config (absent or `"off"`, the shipped default, so a copy
-/// of `stallguard.default.toml` keeps it), the execution budget is
+/// of `stallwarden.default.toml` keeps it), the execution budget is
 /// [`STREAM_EXECUTION`]. `--execution off` keeps it off. Returns whether
 /// the default was applied.
 pub(crate) fn stream_default(profile: &mut Profile, streaming: bool, flag_set: bool) -> bool {

@@ -4,9 +4,9 @@
 //! on the terminal, `kill -STOP`, SIGTTIN from a read in the background)
 //! and a continue reach the run loop as [`Job`] values, and the exit as
 //! before. What the run loop does with a stop is [`suspend`]: as a shell
-//! would, stallguard pauses the task (every budget, the deadline included,
+//! would, stallwarden pauses the task (every budget, the deadline included,
 //! R2.8), takes the terminal back and stops itself, so the shell that
-//! started it shows the job stopped; `fg` or `bg` continues stallguard,
+//! started it shows the job stopped; `fg` or `bg` continues stallwarden,
 //! which continues the command's group and resumes the budgets.
 
 use std::io;
@@ -14,7 +14,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 
 use super::terminal::Terminal;
-use stallguard::TaskHandle;
+use stallwarden::TaskHandle;
 
 /// What the waiter saw happen to the command.
 #[derive(Debug)]
@@ -76,7 +76,7 @@ pub(crate) fn has_exited(pid: u32) -> bool {
 }
 
 /// Handles a stop of the command by `signal`. With the terminal in hand,
-/// stallguard suspends with it: pause, take the terminal back, stop itself;
+/// stallwarden suspends with it: pause, take the terminal back, stop itself;
 /// when continued, hand the terminal back if it is in the foreground again,
 /// continue the command's group and resume. Without a terminal (stdin is
 /// not one), the stop is said on stderr and the budgets keep running: a
@@ -92,7 +92,7 @@ pub(crate) fn suspend(
     let name = signal_name(signal);
     let Some(terminal) = terminal else {
         say(&format!(
-            "stallguard: the command was stopped by {name}; its budgets keep running"
+            "stallwarden: the command was stopped by {name}; its budgets keep running"
         ));
         task.set_step(format!("stopped by {name}"));
         return false;

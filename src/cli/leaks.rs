@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 use std::os::fd::AsRawFd;
 
-use stallguard::ProcessName;
+use stallwarden::ProcessName;
 
 /// The inode of the pipe behind `fd`, as `/proc/self/fd` shows it; `None`
 /// when it is not a pipe (or `/proc` is not there).
@@ -20,7 +20,7 @@ pub(crate) fn parse_pipe_link(link: &str) -> Option<u64> {
     link.strip_prefix("pipe:[")?.strip_suffix(']')?.parse().ok()
 }
 
-/// Every process other than stallguard with an fd on one of `inodes`,
+/// Every process other than stallwarden with an fd on one of `inodes`,
 /// ordered by pid. Processes that vanish, or whose fds we may not read, are
 /// left out.
 pub(crate) fn holders(inodes: &HashSet<u64>) -> Vec<ProcessName> {

@@ -1,4 +1,4 @@
-//! Nothing silent (R8.7): stallguard's own `tracing` output goes to stderr.
+//! Nothing silent (R8.7): stallwarden's own `tracing` output goes to stderr.
 //! At the default verbosity only errors show (what changes the outcome has
 //! its own plain line); `-v` adds what the engine, sources and sinks count
 //! or refuse (warnings, info and debug: a failing sink, coalesced
@@ -23,7 +23,7 @@ pub(crate) fn init(verbose: u8) {
         .and_then(|v| match EnvFilter::try_new(&v) {
             Ok(f) => Some(f),
             Err(e) => {
-                eprintln!("stallguard: RUST_LOG={v} ignored: {e}");
+                eprintln!("stallwarden: RUST_LOG={v} ignored: {e}");
                 None
             }
         })
@@ -40,7 +40,7 @@ pub(crate) fn init(verbose: u8) {
 /// R10.6): one warning under `-v` (`inputs refused: notify.bad_value 2,
 /// tools.unknown_call 1`), the same counts `describe` shows, so a client
 /// that speaks a protocol wrong is seen whichever source it fed.
-pub(crate) fn refused_summary(status: Option<&stallguard::TaskStatus>) {
+pub(crate) fn refused_summary(status: Option<&stallwarden::TaskStatus>) {
     let Some(refused) = status.map(|s| &s.refused).filter(|r| !r.is_empty()) else {
         return;
     };
@@ -56,7 +56,7 @@ pub(crate) fn refused_summary(status: Option<&stallguard::TaskStatus>) {
 /// as a summary, at warn when some datagrams were malformed (by reason in
 /// [`refused_summary`]), so a client that speaks the protocol wrong is seen
 /// under `-v`.
-pub(crate) fn notify_summary(socket: Option<&stallguard::sources::notify::NotifySocket>) {
+pub(crate) fn notify_summary(socket: Option<&stallwarden::sources::notify::NotifySocket>) {
     let Some((stats, malformed)) = socket.map(|s| (s.stats(), s.malformed())) else {
         return;
     };

@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use stallguard::{Action, Delivery, Event, Sink, SinkError};
+use stallwarden::{Action, Delivery, Event, Sink, SinkError};
 
 use super::console::Console;
 
@@ -31,7 +31,7 @@ impl LoudOnFailure {
         if let Err(e) = &r {
             if !self.said.swap(true, Ordering::Relaxed) {
                 self.console.line(&format!(
-                    "stallguard: events are being lost: {e} (further failures under -v)"
+                    "stallwarden: events are being lost: {e} (further failures under -v)"
                 ));
             }
         }

@@ -1,4 +1,4 @@
-//! The `stallguard` binary's subcommands (SPEC §8). The library describes;
+//! The `stallwarden` binary's subcommands (SPEC §8). The library describes;
 //! this module renders and picks exit statuses.
 
 pub(crate) mod aftermath;
@@ -26,9 +26,9 @@ pub(crate) mod stream;
 pub(crate) mod terminal;
 pub(crate) mod typing;
 
-/// 124: stallguard stopped the command, as GNU `timeout` (R8.2).
+/// 124: stallwarden stopped the command, as GNU `timeout` (R8.2).
 pub(crate) const EXIT_STOPPED: u8 = 124;
-/// 125: stallguard's own error; the command did not run (R8.2).
+/// 125: stallwarden's own error; the command did not run (R8.2).
 pub(crate) const EXIT_ERROR: u8 = 125;
 /// 126: the command was found but could not be executed (R8.2).
 pub(crate) const EXIT_NOT_EXECUTABLE: u8 = 126;
@@ -40,12 +40,12 @@ pub(crate) const EXIT_NOT_FOUND: u8 = 127;
 pub(crate) const EXIT_OUTPUT_LOST: u8 = 1;
 
 /// The hidden variable that makes a thread "unavailable" after the
-/// command started, so tests can check that stallguard then fails closed
+/// command started, so tests can check that stallwarden then fails closed
 /// (R8.9): a comma-separated list of `pump`, `waiter`; `slow-waiter` makes
 /// the waiter look for the exit 3 s late, so a test can send a signal
 /// between the exit and the news of it. Not documented for users; the
 /// command never sees it.
-pub(crate) const FAIL_VAR: &str = "STALLGUARD_TEST_FAIL";
+pub(crate) const FAIL_VAR: &str = "STALLWARDEN_TEST_FAIL";
 
 /// Whether [`FAIL_VAR`] names `point`.
 pub(crate) fn failpoint(point: &str) -> bool {

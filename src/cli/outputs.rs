@@ -1,8 +1,8 @@
-//! How the command's stdout and stderr are wired to stallguard (R8.11).
+//! How the command's stdout and stderr are wired to stallwarden (R8.11).
 //!
-//! - Two pipes, as before, when stallguard's stdout and stderr are
+//! - Two pipes, as before, when stallwarden's stdout and stderr are
 //!   different files: each is copied to ours by a pump of its own.
-//! - One pipe for both when stallguard's stdout and stderr are the same
+//! - One pipe for both when stallwarden's stdout and stderr are the same
 //!   open file (`> log 2>&1`, `2>&1 | cat`, and a terminal whose 1 and 2 are
 //!   one open of it): the command's writes reach the pipe in the order it
 //!   made them, and one pump copies them in that order. Two pipes could not
@@ -93,7 +93,7 @@ impl Outputs {
         Ok(())
     }
 
-    /// Closes stallguard's copies of the command's ends, once it has them.
+    /// Closes stallwarden's copies of the command's ends, once it has them.
     pub(crate) fn spawned(&mut self) {
         self.ends = None;
     }

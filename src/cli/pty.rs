@@ -8,7 +8,7 @@
 //! - Output post-processing is off (`OPOST`): no `\r` added before `\n`,
 //!   no tab expansion; the bytes are the command's. Echo is off too:
 //!   nothing is ever typed into this terminal.
-//! - The window size is stallguard's terminal's (stdout, stderr or stdin,
+//! - The window size is stallwarden's terminal's (stdout, stderr or stdin,
 //!   the first that is one), copied at the start and again whenever it
 //!   changes (SIGWINCH, and a look on the run loop's tick, since the
 //!   command's group gets the terminal's SIGWINCH itself while it holds
@@ -17,12 +17,12 @@
 //!   programs read as "unknown".
 //! - The pty is NOT the command's controlling terminal. Making it one needs
 //!   a new session (`setsid`), which would take the command out of
-//!   stallguard's session: the terminal hand-over and Ctrl-Z (R8.1, R2.8)
+//!   stallwarden's session: the terminal hand-over and Ctrl-Z (R8.1, R2.8)
 //!   work on the user's terminal and need the command's group in
-//!   stallguard's session. So stdin stays the user's terminal (or whatever
+//!   stallwarden's session. So stdin stays the user's terminal (or whatever
 //!   it was), `/dev/tty` stays the user's terminal, and job-control signals
 //!   come from there as without `--pty`. The slave is opened with
-//!   `O_NOCTTY`, so neither stallguard nor the command acquires it.
+//!   `O_NOCTTY`, so neither stallwarden nor the command acquires it.
 
 use std::fs::File;
 use std::io;
@@ -35,7 +35,7 @@ use std::sync::{Arc, Mutex};
 /// tell it from a pipe's inode.
 pub(crate) const PTY_KEY: u64 = 1 << 63;
 
-/// One pseudo-terminal: the master kept by stallguard, the slave handed
+/// One pseudo-terminal: the master kept by stallwarden, the slave handed
 /// to the command once.
 pub(crate) struct Pty {
     /// Shared by the pump's reader, which closes it when done (so the
@@ -47,7 +47,7 @@ pub(crate) struct Pty {
 
 impl Pty {
     /// Opens a pty with output post-processing and echo off, sized as
-    /// stallguard's terminal if it has one.
+    /// stallwarden's terminal if it has one.
     pub(crate) fn open() -> io::Result<Pty> {
         let size = our_size();
         let (mut master, mut slave) = (-1, -1);
@@ -97,7 +97,7 @@ impl Pty {
         })
     }
 
-    /// The slave side, for the command (once: stallguard must not keep it
+    /// The slave side, for the command (once: stallwarden must not keep it
     /// open, or the master never sees the end).
     pub(crate) fn take_slave(&mut self) -> io::Result<OwnedFd> {
         self.slave
@@ -163,7 +163,7 @@ impl Drop for MasterReader {
     }
 }
 
-/// Follows stallguard's terminal's size onto the ptys.
+/// Follows stallwarden's terminal's size onto the ptys.
 #[derive(Debug, Default)]
 pub(crate) struct Sizes {
     last: Option<(u16, u16)>,
@@ -177,7 +177,7 @@ impl Sizes {
         }
     }
 
-    /// If stallguard's terminal changed size since the last look, sets the
+    /// If stallwarden's terminal changed size since the last look, sets the
     /// new size on `ptys` and sends SIGWINCH to the command's group `pgid`.
     pub(crate) fn follow(&mut self, ptys: &[&Pty], pgid: u32) {
         let Some(size) = our_size() else { return };
@@ -198,7 +198,7 @@ impl Sizes {
     }
 }
 
-/// The window size of stallguard's terminal: stdout's, stderr's or
+/// The window size of stallwarden's terminal: stdout's, stderr's or
 /// stdin's, the first that is a terminal.
 fn our_size() -> Option<libc::winsize> {
     [libc::STDOUT_FILENO, libc::STDERR_FILENO, libc::STDIN_FILENO]

@@ -5,7 +5,7 @@
 //! When our stream breaks, the command's matching pipe is closed (the pump
 //! stops reading and drops the read end), so the command sees the broken
 //! pipe on its next write (SIGPIPE, or EPIPE where it ignores SIGPIPE), as
-//! it would without stallguard: `stallguard run -- yes | head -1` ends at
+//! it would without stallwarden: `stallwarden run -- yes | head -1` ends at
 //! once with 141, as under GNU `timeout`. A reader that went away (EPIPE)
 //! is the reader's choice and said nowhere; any other failure (ENOSPC,
 //! EIO) is said once on stderr and remembered in [`OutputLost`], so the run
@@ -17,8 +17,8 @@ use std::io::{self, Read};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use stallguard::sources::output::CountingReader;
-use stallguard::Recorder;
+use stallwarden::sources::output::CountingReader;
+use stallwarden::Recorder;
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::console::{Console, Stream};
@@ -74,7 +74,7 @@ impl Pump {
             return Err(io::Error::from_raw_os_error(libc::EAGAIN));
         }
         std::thread::Builder::new()
-            .name(format!("stallguard-{:?}", self.to).to_lowercase())
+            .name(format!("stallwarden-{:?}", self.to).to_lowercase())
             .spawn(move || self.copy(from))
             .map(drop)
     }
@@ -124,7 +124,7 @@ impl Pump {
         }
         if self.lost.first() {
             self.console.line(&format!(
-                "stallguard: cannot write the command's {stream}: {e}; closing its pipe"
+                "stallwarden: cannot write the command's {stream}: {e}; closing its pipe"
             ));
         }
         tracing::warn!(stream, error = %e, "output lost");

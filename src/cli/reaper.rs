@@ -1,7 +1,7 @@
-//! Nothing escapes (R8.6): stallguard makes itself the child subreaper, so a
+//! Nothing escapes (R8.6): stallwarden makes itself the child subreaper, so a
 //! descendant that leaves the command's process group (`setsid`, a double
-//! fork) is re-parented to stallguard instead of init. Its tree is then
-//! stallguard's own tree in `/proc`: cancel and kill reach it, and after the
+//! fork) is re-parented to stallwarden instead of init. Its tree is then
+//! stallwarden's own tree in `/proc`: cancel and kill reach it, and after the
 //! command ends what is left is stopped (or kept) and named.
 //!
 //! Zombies of re-parented orphans are reaped here by pid, never with
@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag};
 use nix::unistd::{getpgrp, getpid, Pid};
-use stallguard::sources::procs::{ProcessSampler, SampledChildren};
-use stallguard::{
+use stallwarden::sources::procs::{ProcessSampler, SampledChildren};
+use stallwarden::{
     Action, ActionKind, ChildInfo, ChildProbe, Delivery, ProcessName, Recorder, Sink, SinkError,
 };
 
@@ -60,7 +60,7 @@ impl Proc {
     /// Parses a stat line with the core's one parser (R10.6); `None` for
     /// a line it refuses. The name ends at the last `)`, as it may hold one.
     pub(crate) fn parse(line: &str) -> Option<Proc> {
-        let s = stallguard::sys::ProcStat::parse(line.as_bytes()).ok()?;
+        let s = stallwarden::sys::ProcStat::parse(line.as_bytes()).ok()?;
         Some(Proc {
             pid: s.pid,
             zombie: s.is_dead(),
@@ -163,7 +163,7 @@ fn tree_below(root: u32) -> Option<Vec<Proc>> {
     Some(out)
 }
 
-/// Every live process below stallguard (the command's tree and whatever
+/// Every live process below stallwarden (the command's tree and whatever
 /// escaped it), leaving out `except` (the command, while its status is
 /// still to be collected).
 pub(crate) fn our_tree(except: Option<u32>) -> Vec<Proc> {
@@ -175,7 +175,7 @@ pub(crate) fn our_tree(except: Option<u32>) -> Vec<Proc> {
         .collect()
 }
 
-/// Reaps the zombies among stallguard's own children, by pid, leaving
+/// Reaps the zombies among stallwarden's own children, by pid, leaving
 /// `except` alone (its status belongs to the thread waiting for it).
 pub(crate) fn reap_orphans(except: Option<u32>) {
     let me = getpid().as_raw() as u32;
@@ -191,7 +191,7 @@ pub(crate) fn reap_orphans(except: Option<u32>) {
 }
 
 /// Sends `sig` to each process and to each process group led by one of
-/// them (an escaped session's group), never to stallguard's own group.
+/// them (an escaped session's group), never to stallwarden's own group.
 /// SIGTERM is followed by SIGCONT, so a stopped process runs its handler
 /// (R8.9).
 pub(crate) fn signal_all(procs: &[Proc], sig: Signal) {
@@ -214,7 +214,7 @@ fn signal_each(procs: &[Proc], sig: Signal) {
     }
 }
 
-/// Stops every live process below stallguard: SIGTERM, up to `grace` for
+/// Stops every live process below stallwarden: SIGTERM, up to `grace` for
 /// them to go, then SIGKILL and up to `confirm` more. Reaps as it waits.
 /// Returns the processes still alive at the end (none, normally).
 pub(crate) fn stop_all(grace: Duration, confirm: Duration) -> Vec<ProcessName> {
@@ -234,11 +234,11 @@ pub(crate) fn stop_all(grace: Duration, confirm: Duration) -> Vec<ProcessName> {
 }
 
 /// Stops what is left of the command's own process group when its members
-/// are not below stallguard (no subreaper): SIGTERM, `grace`, SIGKILL,
+/// are not below stallwarden (no subreaper): SIGTERM, `grace`, SIGKILL,
 /// `confirm`. A group with no member is never signalled, since its id may
 /// then be reused.
 pub(crate) fn stop_group(pgid: u32, grace: Duration, confirm: Duration) {
-    use stallguard::sinks::process::{group_members, wait_group_gone, KillOutcome};
+    use stallwarden::sinks::process::{group_members, wait_group_gone, KillOutcome};
     // No such group: nothing to read `/proc` for (the usual case, issue 22).
     if killpg(Pid::from_raw(pgid as i32), None) == Err(nix::errno::Errno::ESRCH) {
         return;
@@ -261,10 +261,10 @@ pub(crate) fn stop_group(pgid: u32, grace: Duration, confirm: Duration) {
     }
 }
 
-/// Waits up to `bound` for stallguard to have no live descendant, reaping
+/// Waits up to `bound` for stallwarden to have no live descendant, reaping
 /// zombies meanwhile; returns what is still alive.
 pub(crate) fn wait_gone(bound: Duration) -> Vec<Proc> {
-    let until = stallguard::instant_after(bound);
+    let until = stallwarden::instant_after(bound);
     // Short at first (most processes go at once on SIGTERM), longer while
     // one takes its time: the look costs little (the tree alone), and
     // fewer looks cost less still (issue 22).
@@ -280,7 +280,7 @@ pub(crate) fn wait_gone(bound: Duration) -> Vec<Proc> {
     }
 }
 
-/// Names the live processes below stallguard after the command was reaped.
+/// Names the live processes below stallwarden after the command was reaped.
 pub(crate) fn leftovers() -> Vec<ProcessName> {
     our_tree(None)
         .iter()
@@ -290,7 +290,7 @@ pub(crate) fn leftovers() -> Vec<ProcessName> {
 }
 
 /// Carries cancel and kill past the command's process group (R8.6): each
-/// process below stallguard that is outside that group, and each escaped
+/// process below stallwarden that is outside that group, and each escaped
 /// session's group, gets the same signal the process sink sends the group.
 ///
 /// The command's group is the action's pid: the task's process is spawned
@@ -299,7 +299,7 @@ pub(crate) fn leftovers() -> Vec<ProcessName> {
 pub(crate) struct EscapedSignals;
 
 impl Sink for EscapedSignals {
-    fn on_event(&self, _: &stallguard::Event) -> Result<(), SinkError> {
+    fn on_event(&self, _: &stallwarden::Event) -> Result<(), SinkError> {
         Ok(())
     }
 
@@ -337,7 +337,7 @@ impl Sink for EscapedSignals {
 }
 
 /// The command's sampled tree plus what escaped it (R8.6, R5.5): a second
-/// sampler, rooted at stallguard, sees the processes re-parented to us; the
+/// sampler, rooted at stallwarden, sees the processes re-parented to us; the
 /// ones outside the command's tree are added to its children, so a stall
 /// names an escaped silent worker among the suspects. Both views are
 /// cached by their samplers: reading them costs no `/proc` walk.
@@ -349,7 +349,7 @@ pub(crate) struct WithEscaped {
 }
 
 impl WithEscaped {
-    /// Samples below stallguard every `interval` and makes the merged view
+    /// Samples below stallwarden every `interval` and makes the merged view
     /// the task's child probe; `None` (the command's tree alone stays) when
     /// the sampler cannot start.
     pub(crate) fn attach(
@@ -358,7 +358,7 @@ impl WithEscaped {
         interval: Duration,
         recorder: &Recorder,
     ) -> Option<Arc<WithEscaped>> {
-        // No recorder: stallguard's own CPU is not the command's progress.
+        // No recorder: stallwarden's own CPU is not the command's progress.
         let ours = ProcessSampler::spawn(std::process::id(), interval, None).ok()?;
         let merged = Arc::new(WithEscaped {
             command,
@@ -408,7 +408,7 @@ impl OrphanReaper {
     pub(crate) fn spawn(command: u32, every: Duration) -> OrphanReaper {
         let (tx, rx) = std::sync::mpsc::channel::<()>();
         let _ = std::thread::Builder::new()
-            .name("stallguard-reap".into())
+            .name("stallwarden-reap".into())
             .spawn(move || loop {
                 reap_orphans(Some(command));
                 if !matches!(

@@ -1,5 +1,5 @@
 //! The CLI's own sinks: one clear stderr line per verdict for the person
-//! watching (R8.1), and the flag that remembers stallguard stopped the
+//! watching (R8.1), and the flag that remembers stallwarden stopped the
 //! command, which turns its exit status into 124 (R8.2). Also the text of
 //! the live status line (R8.4).
 
@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use stallguard::{
+use stallwarden::{
     Budget, ChildInfo, Delivery, Event, EventKind, LeftoverAction, ProcState, Profile, Sink,
     SinkError, TaskStatus,
 };
@@ -15,7 +15,7 @@ use stallguard::{
 use super::console::Console;
 
 /// Remembers that the guard dispatched a cancel (stall, deadline, liveness,
-/// trigger): the command was stopped by stallguard, not by itself.
+/// trigger): the command was stopped by stallwarden, not by itself.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct StopFlag(Arc<AtomicBool>);
 
@@ -46,7 +46,7 @@ impl Sink for StopFlag {
 }
 
 /// Prints one line to stderr per verdict: which budget, how long silent,
-/// and the suspect children (R8.1), then what stallguard does about it.
+/// and the suspect children (R8.1), then what stallwarden does about it.
 #[derive(Debug)]
 pub(crate) struct VerdictLines {
     pub(crate) console: Arc<Console>,
@@ -101,7 +101,7 @@ pub(crate) fn verdict_line(profile: &Profile, kind: &EventKind) -> Option<String
                 }
                 _ => ("idle", profile.idle_budget()),
             };
-            let mut l = format!("stallguard: {name} budget");
+            let mut l = format!("stallwarden: {name} budget");
             if let Some(limit) = limit {
                 l.push_str(&format!(" {}", humantime::format_duration(limit)));
             }
@@ -121,45 +121,45 @@ pub(crate) fn verdict_line(profile: &Profile, kind: &EventKind) -> Option<String
             l
         }
         EventKind::DeadlineExceeded { reason } => {
-            format!("stallguard: deadline exceeded: {reason}")
+            format!("stallwarden: deadline exceeded: {reason}")
         }
-        EventKind::LivenessLost { reason } => format!("stallguard: liveness lost: {reason}"),
+        EventKind::LivenessLost { reason } => format!("stallwarden: liveness lost: {reason}"),
         EventKind::Triggered { reason } => {
-            format!("stallguard: the command reported a fault: {reason}")
+            format!("stallwarden: the command reported a fault: {reason}")
         }
         EventKind::Recovered { silent } => {
             format!(
-                "stallguard: output resumed after {} of silence",
+                "stallwarden: output resumed after {} of silence",
                 secs(*silent)
             )
         }
         EventKind::Cancelling { signal, .. } => {
-            format!("stallguard: stopping the command ({signal} to its process group)")
+            format!("stallwarden: stopping the command ({signal} to its process group)")
         }
         EventKind::Killed { signal } => format!(
-            "stallguard: still running after the {} grace period: {signal}",
+            "stallwarden: still running after the {} grace period: {signal}",
             humantime::format_duration(profile.grace_period)
         ),
         // R8.12: the core's 100-year limit, not the profile's max-deadline.
-        EventKind::ExtensionRefused { allowed, .. } if *allowed == stallguard::MAX_DURATION => {
-            "stallguard: extension refused: EXTEND_TIMEOUT_USEC asked for more than 100 years; the deadline stays".to_owned()
+        EventKind::ExtensionRefused { allowed, .. } if *allowed == stallwarden::MAX_DURATION => {
+            "stallwarden: extension refused: EXTEND_TIMEOUT_USEC asked for more than 100 years; the deadline stays".to_owned()
         }
         EventKind::ExtensionRefused { requested, allowed } => format!(
-            "stallguard: extension refused: EXTEND_TIMEOUT_USEC asked for a deadline {} from the start, past max-deadline {}; the deadline stays",
+            "stallwarden: extension refused: EXTEND_TIMEOUT_USEC asked for a deadline {} from the start, past max-deadline {}; the deadline stays",
             humantime::format_duration(*requested),
             humantime::format_duration(*allowed)
         ),
         EventKind::Leaked { processes } => format!(
-            "stallguard: the command exited but its output is still held open by {}; not waiting for it",
+            "stallwarden: the command exited but its output is still held open by {}; not waiting for it",
             super::leaks::names(processes)
         ),
         EventKind::Leftover { action, processes } => match action {
             LeftoverAction::Killed => format!(
-                "stallguard: stopping what the command left running: {}",
+                "stallwarden: stopping what the command left running: {}",
                 super::leaks::names(processes)
             ),
             LeftoverAction::Kept => format!(
-                "stallguard: leaving running (on-leftover = keep): {}",
+                "stallwarden: leaving running (on-leftover = keep): {}",
                 super::leaks::names(processes)
             ),
         },
@@ -266,7 +266,7 @@ pub(crate) fn status_line(
         t => format!("{}/{t}", status.strikes),
     };
     format!(
-        "stallguard: {} elapsed | silent {} | last output {output} | strikes {strikes}",
+        "stallwarden: {} elapsed | silent {} | last output {output} | strikes {strikes}",
         secs(status.elapsed),
         secs(silence),
     )
@@ -322,8 +322,8 @@ mod tests {
     fn status_line_silence_leaves_out_a_pause() {
         let t0 = Instant::now();
         let profile = Profile::default().idle(Duration::from_secs(30));
-        let clock = stallguard::ManualClock::new();
-        let guard = stallguard::Guard::builder().clock(clock.clone()).build();
+        let clock = stallwarden::ManualClock::new();
+        let guard = stallwarden::Guard::builder().clock(clock.clone()).build();
         let task = guard.start("probe", profile.clone()).unwrap();
         clock.advance(Duration::from_secs(2));
         task.recorder().output(6, 1);
@@ -370,7 +370,7 @@ mod tests {
         let profile = Profile::default().idle(Duration::from_secs(3));
         assert_eq!(
             verdict_line(&profile, &kind).unwrap(),
-            "stallguard: idle budget 3s exceeded: no output for 3.0s (strike 1 of 1); \
+            "stallwarden: idle budget 3s exceeded: no output for 3.0s (strike 1 of 1); \
              suspects: grep[1234] D (io_schedule)"
         );
     }
@@ -417,13 +417,13 @@ mod tests {
         let line = verdict_line(&idle_only, &stall(Budget::Startup, None)).unwrap();
         assert!(
             line.starts_with(
-                "stallguard: idle budget 2s exceeded before any output: no output for 2.0s"
+                "stallwarden: idle budget 2s exceeded before any output: no output for 2.0s"
             ),
             "{line}"
         );
         let line = verdict_line(&idle_only, &stall(Budget::Execution, None)).unwrap();
         assert!(
-            line.starts_with("stallguard: idle budget 2s exceeded"),
+            line.starts_with("stallwarden: idle budget 2s exceeded"),
             "{line}"
         );
         let set = idle_only
@@ -432,12 +432,12 @@ mod tests {
             .startup(Duration::from_secs(9));
         let line = verdict_line(&set, &stall(Budget::Execution, None)).unwrap();
         assert!(
-            line.starts_with("stallguard: execution budget 30s exceeded"),
+            line.starts_with("stallwarden: execution budget 30s exceeded"),
             "{line}"
         );
         let line = verdict_line(&set, &stall(Budget::Startup, None)).unwrap();
         assert!(
-            line.starts_with("stallguard: startup budget 9s exceeded"),
+            line.starts_with("stallwarden: startup budget 9s exceeded"),
             "{line}"
         );
     }

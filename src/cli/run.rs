@@ -1,4 +1,4 @@
-//! `stallguard run [OPTIONS] -- CMD [ARGS...]` (R8.1–R8.4): one task around
+//! `stallwarden run [OPTIONS] -- CMD [ARGS...]` (R8.1–R8.4): one task around
 //! one command in its own process group.
 //!
 //! Threads: two blocking pumps copy the command's stdout and stderr to ours
@@ -10,7 +10,7 @@
 //!
 //! Fail closed (R8.9): if a pump or the waiter cannot be had once the
 //! command runs, its group is killed, the reason said, and the run exits
-//! 124 (stallguard stopped it), never 125 ("did not start").
+//! 124 (stallwarden stopped it), never 125 ("did not start").
 
 use std::ffi::OsString;
 use std::io;
@@ -20,13 +20,13 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use stallguard::config::OnLeftover;
-use stallguard::control::ControlServer;
-use stallguard::sinks::jsonl::JsonLinesSink;
-use stallguard::sinks::process::ProcessSink;
-use stallguard::sources::notify::NotifySocket;
-use stallguard::sources::procs::ProcessSampler;
-use stallguard::{Guard, Outcome, Profile, SignalKind, Sink, TaskHandle};
+use stallwarden::config::OnLeftover;
+use stallwarden::control::ControlServer;
+use stallwarden::sinks::jsonl::JsonLinesSink;
+use stallwarden::sinks::process::ProcessSink;
+use stallwarden::sources::notify::NotifySocket;
+use stallwarden::sources::procs::ProcessSampler;
+use stallwarden::{Guard, Outcome, Profile, SignalKind, Sink, TaskHandle};
 
 use super::aftermath::Aftermath;
 use super::args::RunArgs;
@@ -51,7 +51,7 @@ pub(crate) fn run(args: RunArgs) -> u8 {
     match Run::prepare(args) {
         Ok(run) => run.execute(),
         Err(message) => {
-            eprintln!("stallguard: {message}");
+            eprintln!("stallwarden: {message}");
             EXIT_ERROR
         }
     }
@@ -66,11 +66,11 @@ struct Run {
     socket: Option<PathBuf>,
     status_line: bool,
     /// R5.10: read stdout as this agent CLI's JSON lines too.
-    stream: Option<stallguard::sources::agent::Format>,
+    stream: Option<stallwarden::sources::agent::Format>,
     leak_timeout: Duration,
     on_leftover: OnLeftover,
     /// R8.13: pause the budgets while the command waits for input.
-    on_input_wait: stallguard::config::OnInputWait,
+    on_input_wait: stallwarden::config::OnInputWait,
     /// R8.11: the command's outputs are pseudo-terminals.
     pty: bool,
     /// R8.11: our stdout and stderr are one open file.
@@ -155,7 +155,7 @@ impl Run {
         let guard = match builder.try_build() {
             Ok(guard) => guard,
             Err(e) => {
-                eprintln!("stallguard: cannot start the watchdog: {e}");
+                eprintln!("stallwarden: cannot start the watchdog: {e}");
                 return EXIT_ERROR;
             }
         };
@@ -168,7 +168,7 @@ impl Run {
         {
             Ok(rt) => rt,
             Err(e) => {
-                eprintln!("stallguard: cannot start the signal runtime: {e}");
+                eprintln!("stallwarden: cannot start the signal runtime: {e}");
                 return EXIT_ERROR;
             }
         };
@@ -176,7 +176,7 @@ impl Run {
         let mut incoming = match runtime.block_on(async { Incoming::catch() }) {
             Ok(s) => s,
             Err(e) => {
-                eprintln!("stallguard: cannot catch signals: {e}");
+                eprintln!("stallwarden: cannot catch signals: {e}");
                 return EXIT_ERROR;
             }
         };
@@ -186,7 +186,7 @@ impl Run {
             tracing::warn!(error = %e, "not a child subreaper: escaped processes go to init");
         }
         let notify = NotifyPlace::create()
-            .map_err(|e| console.line(&format!("stallguard: no NOTIFY_SOCKET: {e}")))
+            .map_err(|e| console.line(&format!("stallwarden: no NOTIFY_SOCKET: {e}")))
             .ok();
         let program = &self.command[0];
         let mut command = Command::new(program);
@@ -206,7 +206,7 @@ impl Run {
                 } else {
                     "a pipe"
                 };
-                eprintln!("stallguard: cannot open {what} for the command's output: {e}");
+                eprintln!("stallwarden: cannot open {what} for the command's output: {e}");
                 return EXIT_ERROR;
             }
         };
@@ -217,7 +217,7 @@ impl Run {
         // its `started` event, R8.3) exists.
         let pending_notify = notify.as_ref().and_then(|place| {
             NotifySocket::prepare(&place.path)
-                .map_err(|e| console.line(&format!("stallguard: no NOTIFY_SOCKET: {e}")))
+                .map_err(|e| console.line(&format!("stallwarden: no NOTIFY_SOCKET: {e}")))
                 .ok()
         });
         if let Some(pending) = &pending_notify {
@@ -227,7 +227,7 @@ impl Run {
             // reach a manager that is not watching it, unseen by us.
             command.env_remove("NOTIFY_SOCKET");
             console.line(
-                "stallguard: the command runs without NOTIFY_SOCKET (the inherited one is removed)",
+                "stallwarden: the command runs without NOTIFY_SOCKET (the inherited one is removed)",
             );
         }
         // R8.12: as execvp, a file without `#!` runs through /bin/sh.
@@ -253,7 +253,7 @@ impl Run {
             Err(e) => {
                 // Unreachable with a validated profile; never leave the
                 // command running unwatched.
-                eprintln!("stallguard: cannot watch the command: {e}");
+                eprintln!("stallwarden: cannot watch the command: {e}");
                 let _ = nix::sys::signal::killpg(
                     nix::unistd::Pid::from_raw(pid as i32),
                     nix::sys::signal::Signal::SIGKILL,
@@ -266,7 +266,7 @@ impl Run {
         let _notify_socket = pending_notify.and_then(|pending| {
             pending
                 .attach(task.recorder())
-                .map_err(|e| console.line(&format!("stallguard: no NOTIFY_SOCKET: {e}")))
+                .map_err(|e| console.line(&format!("stallwarden: no NOTIFY_SOCKET: {e}")))
                 .ok()
         });
         // R5.5: sample the descendants so stall lines name suspects. The
@@ -276,7 +276,7 @@ impl Run {
         // with `net` in renewed-by (see `sample_interval`).
         let _sampler =
             ProcessSampler::spawn(pid, sample_interval(&self.profile), Some(task.recorder()))
-                .map_err(|e| console.line(&format!("stallguard: no process sampling: {e}")))
+                .map_err(|e| console.line(&format!("stallwarden: no process sampling: {e}")))
                 .ok();
         // R8.6: escaped descendants are named among the suspects too.
         let _escaped = _sampler
@@ -284,7 +284,7 @@ impl Run {
             .and_then(|s| WithEscaped::attach(pid, s.probe(), s.interval(), &task.recorder()));
         let _control = self.socket.as_ref().and_then(|path| {
             ControlServer::bind(path, guard.clone())
-                .map_err(|e| console.line(&format!("stallguard: no control socket: {e}")))
+                .map_err(|e| console.line(&format!("stallwarden: no control socket: {e}")))
                 .ok()
         });
 
@@ -344,7 +344,7 @@ impl Run {
             Err(io::Error::from_raw_os_error(libc::EAGAIN))
         } else {
             std::thread::Builder::new()
-                .name("stallguard-wait".into())
+                .name("stallwarden-wait".into())
                 .spawn(move || {
                     if slow_waiter {
                         // Widens the window between the command's exit and
@@ -372,7 +372,7 @@ impl Run {
             let mut pauses = Pauses::default();
             // R8.13: with on-input-wait = pause, budgets pause while the
             // command's foreground process reads the terminal.
-            let watch_input = self.on_input_wait == stallguard::config::OnInputWait::Pause
+            let watch_input = self.on_input_wait == stallwarden::config::OnInputWait::Pause
                 && terminal.is_some();
             let mut input = super::input_wait::InputWait::default();
             let mut look = tokio::time::interval(super::input_wait::EVERY);
@@ -426,11 +426,11 @@ impl Run {
             }
         });
         // R8.8: the command's exit ends the judging. Paused, the task takes
-        // no verdict while stallguard waits for pipes and leftovers; a cancel
+        // no verdict while stallwarden waits for pipes and leftovers; a cancel
         // dispatched before this point has set the flag by now.
         let _ = task.pause();
         let stopped = stop.stopped();
-        // Ours again before stallguard writes its last lines.
+        // Ours again before stallwarden writes its last lines.
         drop(terminal);
 
         // R8.5, R8.6, R10.2: a bounded wait for the pipes, leaks named,
@@ -465,26 +465,26 @@ impl Run {
                 // tools report it: 1.
                 let broke = status.signal() == Some(libc::SIGPIPE);
                 if lost.lost() && (code == 0 || broke) {
-                    console.line("stallguard: exiting 1: some of the command's output was lost");
+                    console.line("stallwarden: exiting 1: some of the command's output was lost");
                     (outcome, code) = (Outcome::Failed, EXIT_OUTPUT_LOST);
                 }
                 let _ = task.finish(outcome, status.code(), status.signal());
                 code
             }
             Ok(Err(e)) => {
-                console.line(&format!("stallguard: cannot wait for the command: {e}"));
+                console.line(&format!("stallwarden: cannot wait for the command: {e}"));
                 task.finish_failed();
                 EXIT_ERROR
             }
             Err(_) => {
-                console.line("stallguard: lost track of the command");
+                console.line("stallwarden: lost track of the command");
                 task.finish_failed();
                 EXIT_ERROR
             }
         };
         drop(task);
         if !guard.flush(FLUSH_BOUND) {
-            console.line("stallguard: some event sinks did not finish writing");
+            console.line("stallwarden: some event sinks did not finish writing");
         }
         drop(notify);
         code
@@ -535,10 +535,10 @@ fn sample_interval(p: &Profile) -> Duration {
     (shortest / parts).clamp(Duration::from_secs(1), Duration::from_secs(15))
 }
 
-/// Stops the command when stallguard cannot go on watching it (a pump or
+/// Stops the command when stallwarden cannot go on watching it (a pump or
 /// the waiter could not be had, R8.9): a `cancelling` event with the
 /// reason, SIGKILL to its group and to whatever escaped it, the command
-/// reaped, `finished` as cancelled. Returns 124: stallguard stopped it.
+/// reaped, `finished` as cancelled. Returns 124: stallwarden stopped it.
 fn fail_closed(
     child: &mut std::process::Child,
     task: &TaskHandle,
@@ -547,7 +547,7 @@ fn fail_closed(
     terminal: Option<Terminal>,
     why: &str,
 ) -> u8 {
-    console.line(&format!("stallguard: {why}; stopping the command"));
+    console.line(&format!("stallwarden: {why}; stopping the command"));
     let _ = task.cancel(why);
     signals::forward(child.id(), libc::SIGKILL);
     let _ = reaper::stop_all(Duration::ZERO, Duration::from_secs(2));
@@ -557,7 +557,7 @@ fn fail_closed(
     let code = status.as_ref().ok().and_then(ExitStatus::code);
     let _ = task.finish(Outcome::Cancelled, code, signal);
     if !guard.flush(FLUSH_BOUND) {
-        console.line("stallguard: some event sinks did not finish writing");
+        console.line("stallwarden: some event sinks did not finish writing");
     }
     EXIT_STOPPED
 }
@@ -582,7 +582,7 @@ impl NotifyPlace {
     /// created 0700 in TMPDIR, checked a directory of this user.
     fn create() -> Result<NotifyPlace, String> {
         let base = std::env::temp_dir();
-        let dir = stallguard::sys::private_dir(&base, "stallguard-")
+        let dir = stallwarden::sys::private_dir(&base, "stallwarden-")
             .map_err(|e| format!("{e} (TMPDIR)"))?;
         let path = dir.join("notify.sock");
         Ok(NotifyPlace { dir, path })

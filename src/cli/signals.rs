@@ -1,19 +1,19 @@
-//! Signals sent to stallguard (R8.9): every catchable signal that ends a
+//! Signals sent to stallwarden (R8.9): every catchable signal that ends a
 //! process by default is caught before the command starts and forwarded to
 //! the command's process group, followed by SIGCONT, as GNU `timeout` does;
-//! stallguard never dies of one while the command runs.
+//! stallwarden never dies of one while the command runs.
 //!
 //! The list follows coreutils' `timeout` (`src/term-sig.h`, 9.10 and
 //! later): SIGALRM, SIGINT, SIGQUIT, SIGHUP, SIGTERM, SIGUSR1, SIGUSR2, the
 //! resource and timer signals, SIGPWR, SIGSTKFLT and the real-time signals.
 //! Differences, on purpose:
-//! - SIGPIPE and SIGXFSZ are not caught: stallguard's own writes raise them
+//! - SIGPIPE and SIGXFSZ are not caught: stallwarden's own writes raise them
 //!   (a reader gone, a file size limit), and a write error is handled per
 //!   stream instead (R8.10, src/cli/pumps.rs), never as a signal to the
 //!   whole group.
 //! - The fault signals (SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE, SIGSEGV,
-//!   SIGSYS) are left alone: they mean stallguard itself faulted.
-//! - As `timeout` does since 9.9, a signal ignored when stallguard starts
+//!   SIGSYS) are left alone: they mean stallwarden itself faulted.
+//! - As `timeout` does since 9.9, a signal ignored when stallwarden starts
 //!   (SIGINT and SIGQUIT in a shell's background job) stays ignored, SIGTERM
 //!   and SIGALRM aside.
 //!
@@ -43,14 +43,14 @@ const NAMED: &[i32] = &[
     libc::SIGSTKFLT,
 ];
 
-/// The signals stallguard catches and forwards, in order.
+/// The signals stallwarden catches and forwards, in order.
 pub(crate) fn forwarded() -> Vec<i32> {
     let mut all = NAMED.to_vec();
     all.extend(libc::SIGRTMIN()..=libc::SIGRTMAX());
     all
 }
 
-/// Signals received by stallguard, in arrival order.
+/// Signals received by stallwarden, in arrival order.
 pub(crate) struct Incoming {
     rx: UnboundedReceiver<i32>,
 }

@@ -1,11 +1,11 @@
-//! `stallguard run --stream FORMAT` (R5.10): the command's stdout is also
+//! `stallwarden run --stream FORMAT` (R5.10): the command's stdout is also
 //! read as a headless agent CLI's JSON-lines stream. The bytes still pass
 //! through the pump unchanged and are counted as output there; a copy of
 //! each read goes to an [`AgentStream`] that reports the agent's tool calls
 //! and turns to the task.
 
-use stallguard::sources::agent::{AgentStream, Format};
-use stallguard::Recorder;
+use stallwarden::sources::agent::{AgentStream, Format};
+use stallwarden::Recorder;
 
 /// The `--stream` value: a format, or `none` to turn a profile's off.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,7 +18,7 @@ pub(crate) fn format(s: &str) -> Result<StreamFlag, String> {
     }
     s.parse()
         .map(|f| StreamFlag(Some(f)))
-        .map_err(|e: stallguard::sources::agent::UnknownFormat| e.to_string() + ", or none")
+        .map_err(|e: stallwarden::sources::agent::UnknownFormat| e.to_string() + ", or none")
 }
 
 /// Picks the format: the flag wins over the profile's `stream` key.

@@ -1,11 +1,11 @@
-//! The controlling terminal (R8.1): when stdin is a terminal and stallguard
+//! The controlling terminal (R8.1): when stdin is a terminal and stallwarden
 //! is its foreground job, the command's process group gets the terminal,
 //! as a shell or GNU `timeout --foreground` would give it, so an
 //! interactive command reads and writes it as if run directly. Ctrl-C on
-//! the terminal then reaches the command's group; stallguard takes the
+//! the terminal then reaches the command's group; stallwarden takes the
 //! terminal back when the command is gone.
 //!
-//! When stdin is not a terminal, or stallguard runs in the background,
+//! When stdin is not a terminal, or stallwarden runs in the background,
 //! nothing changes: the command keeps its own process group and never owns
 //! the terminal.
 
@@ -16,17 +16,17 @@ use std::process::Command;
 /// Stdin, the descriptor a shell hands the terminal over on.
 const TTY: libc::c_int = libc::STDIN_FILENO;
 
-/// Stallguard's hold on the terminal: given to the command by
+/// Stallwarden's hold on the terminal: given to the command by
 /// [`Terminal::hand_to`], taken back on drop.
 pub(crate) struct Terminal {
-    /// Stallguard's own process group, the terminal's foreground before.
+    /// Stallwarden's own process group, the terminal's foreground before.
     ours: libc::pid_t,
 }
 
 impl Terminal {
     /// Arranges for `command` (spawned in a process group of its own) to
     /// take the terminal before it execs, if stdin is a terminal whose
-    /// foreground job is stallguard; `None` (and `command` untouched)
+    /// foreground job is stallwarden; `None` (and `command` untouched)
     /// otherwise. Call [`Terminal::hand_to`] after the spawn too.
     pub(crate) fn prepare(command: &mut Command) -> Option<Terminal> {
         if !in_foreground() {
@@ -36,7 +36,7 @@ impl Terminal {
         let ours = unsafe { libc::getpgrp() };
         let terminal = Terminal { ours };
         terminal.hook(command);
-        // While the command holds the terminal, stallguard still writes the
+        // While the command holds the terminal, stallwarden still writes the
         // command's output and its own lines there, from the background:
         // with `stty tostop` each write would stop it with SIGTTOU. Blocked
         // on this thread, and so on every thread started after it (the
@@ -72,13 +72,13 @@ impl Terminal {
 }
 
 impl Terminal {
-    /// Takes the terminal back for stallguard's own group, as before a
+    /// Takes the terminal back for stallwarden's own group, as before a
     /// job-control stop (the shell expects its job's group to hold it).
     pub(crate) fn take_back(&self) {
         let _ = give(self.ours);
     }
 
-    /// Whether stallguard's group is the terminal's foreground one now:
+    /// Whether stallwarden's group is the terminal's foreground one now:
     /// after `fg` it is, after `bg` it is not.
     pub(crate) fn ours_in_foreground(&self) -> bool {
         // SAFETY: tcgetpgrp only reads the terminal's state.
@@ -88,7 +88,7 @@ impl Terminal {
 
 impl Terminal {
     /// Whether the live status line (R8.4) may be drawn now without
-    /// landing in what the user types. Yes while stallguard's group holds
+    /// landing in what the user types. Yes while stallwarden's group holds
     /// the terminal. While the command's group (or a group of its tree)
     /// holds it: no in raw mode (the command draws the screen itself, as an
     /// editor or a line-editing REPL does), and no while one of its
@@ -107,7 +107,7 @@ impl Terminal {
     }
 
     /// Whether the command is held for what the user types on the
-    /// terminal (one look), while a group of its own (not stallguard's) holds the
+    /// terminal (one look), while a group of its own (not stallwarden's) holds the
     /// terminal (R8.13; the rule is src/cli/input_wait.rs's, stricter than
     /// the status line's: a pause hides a silence).
     pub(crate) fn foreground_waits_for_input(&self) -> super::input_wait::Look {

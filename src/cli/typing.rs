@@ -16,7 +16,7 @@ use std::fs;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 
 // The one parser of `/proc/PID/syscall` (R8.13) lives with the sampler.
-use stallguard::sources::procs::blocked::{classify, epoll_targets, Blocked, Wait};
+use stallwarden::sources::procs::blocked::{classify, epoll_targets, Blocked, Wait};
 
 /// `/dev/tty`, the alias of every process's controlling terminal
 /// (character device 5, 0), which `getpass` and `ssh` open to prompt.

@@ -1,4 +1,4 @@
-//! The value types of the keys of `stallguard run` that are not profile
+//! The value types of the keys of `stallwarden run` that are not profile
 //! options (`leak-timeout`, `stream`), each with the expectation its error
 //! message states. Profile options are the core's (R10.6,
 //! [`watchdog_core::Profile::set`]).
@@ -43,7 +43,7 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
 /// The `stream` key: an agent CLI stream format (R5.10), or `"none"` for
 /// plain bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct StreamKey(pub(crate) Option<stallguard_sources::agent::Format>);
+pub(crate) struct StreamKey(pub(crate) Option<stallwarden_sources::agent::Format>);
 
 impl<'de> Deserialize<'de> for StreamKey {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

@@ -21,7 +21,7 @@ impl Location {
     /// # Examples
     ///
     /// ```
-    /// use stallguard::config::Location;
+    /// use stallwarden::config::Location;
     /// let loc = Location::of_offset("a = 1\nidle = \"x\"\n", 13);
     /// assert_eq!((loc.line, loc.column), (2, 8));
     /// ```
@@ -82,7 +82,7 @@ pub enum ConfigErrorKind {
 /// # Examples
 ///
 /// ```
-/// use stallguard::config::Config;
+/// use stallwarden::config::Config;
 ///
 /// let err = Config::from_str("[profile.ci]\nidle = \"soon\"\n", "ci.toml").unwrap_err();
 /// let msg = err.to_string();

@@ -1,6 +1,6 @@
 //! The TOML configuration (SPEC §7): a `[defaults]` table and named
 //! `[profile.NAME]` tables, merged key by key over the built-in defaults
-//! shipped as `stallguard.default.toml`, and validated with the ranges of
+//! shipped as `stallwarden.default.toml`, and validated with the ranges of
 //! [`Profile::validate`]. Turning a profile into a running guard is the
 //! CLI's job, not this module's.
 
@@ -18,7 +18,7 @@ pub use error::{ConfigError, ConfigErrorKind, Location};
 use raw::{profile_keys, RawConfig, RawProfile, TOP_KEYS};
 
 /// The shipped default config: the built-in defaults and their documentation.
-pub const DEFAULT_TOML: &str = include_str!("../../stallguard.default.toml");
+pub const DEFAULT_TOML: &str = include_str!("../../stallwarden.default.toml");
 
 /// The name [`Config::profile`] gives the `[defaults]` table.
 pub const DEFAULTS_NAME: &str = "defaults";
@@ -30,7 +30,7 @@ pub const DEFAULTS_NAME: &str = "defaults";
 ///
 /// ```
 /// use std::time::Duration;
-/// use stallguard::config::Config;
+/// use stallwarden::config::Config;
 ///
 /// let text = r#"
 /// [defaults]
@@ -39,7 +39,7 @@ pub const DEFAULTS_NAME: &str = "defaults";
 /// [profile.ci]
 /// deadline = "1h 30m"
 /// "#;
-/// let config = Config::from_str(text, "stallguard.toml").unwrap();
+/// let config = Config::from_str(text, "stallwarden.toml").unwrap();
 /// let ci = config.profile(Some("ci")).unwrap();
 /// assert_eq!(ci.idle, Some(Duration::from_secs(90))); // inherited from [defaults]
 /// assert_eq!(ci.deadline, Some(Duration::from_secs(5400)));
@@ -76,7 +76,7 @@ impl Config {
     /// # Examples
     ///
     /// ```
-    /// use stallguard::config::Config;
+    /// use stallwarden::config::Config;
     /// let err = Config::load("/dev/zero").unwrap_err();
     /// assert!(err.to_string().contains("not a regular file"), "{err}");
     /// ```
@@ -91,7 +91,7 @@ impl Config {
     /// (usually the file name).
     ///
     /// Every table is checked here, not only the one a run picks, so a
-    /// mistake in a rarely used profile surfaces at `stallguard check`.
+    /// mistake in a rarely used profile surfaces at `stallwarden check`.
     #[allow(clippy::should_implement_trait)] // two arguments: not FromStr
     pub fn from_str(text: &str, origin: &str) -> Result<Config, ConfigError> {
         let mut raw = parse(text, origin)?;
@@ -177,17 +177,17 @@ impl Config {
     /// # Examples
     ///
     /// ```
-    /// use stallguard::config::Config;
-    /// use stallguard::sources::agent::Format;
+    /// use stallwarden::config::Config;
+    /// use stallwarden::sources::agent::Format;
     /// let text = "[defaults]\nstream = \"none\"\n[profile.agent]\nstream = \"claude-code\"\n";
-    /// let config = Config::from_str(text, "stallguard.toml").unwrap();
+    /// let config = Config::from_str(text, "stallwarden.toml").unwrap();
     /// assert_eq!(config.stream(Some("agent")).unwrap(), Some(Format::ClaudeCode));
     /// assert_eq!(config.stream(None).unwrap(), None);
     /// ```
     pub fn stream(
         &self,
         name: Option<&str>,
-    ) -> Result<Option<stallguard_sources::agent::Format>, ConfigError> {
+    ) -> Result<Option<stallwarden_sources::agent::Format>, ConfigError> {
         // `profile` checks the name and says which exist.
         self.profile(name)?;
         let table = name.and_then(|n| self.profiles.get(n));
@@ -275,7 +275,7 @@ fn read_bounded(path: &Path) -> Result<String, ConfigErrorKind> {
         .map_err(|e| ConfigErrorKind::Read(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
 }
 
-/// How `stallguard run` runs the command beyond its budgets (R8.5, R8.6,
+/// How `stallwarden run` runs the command beyond its budgets (R8.5, R8.6,
 /// R8.11): the `leak-timeout`, `on-leftover` and `pty` keys of a profile
 /// table.
 ///
@@ -283,10 +283,10 @@ fn read_bounded(path: &Path) -> Result<String, ConfigErrorKind> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use stallguard::config::{Config, OnLeftover, RunOptions};
+/// use stallwarden::config::{Config, OnLeftover, RunOptions};
 ///
 /// let text = "[defaults]\nleak-timeout = \"3s\"\n[profile.dev]\non-leftover = \"keep\"\npty = true\n";
-/// let config = Config::from_str(text, "stallguard.toml").unwrap();
+/// let config = Config::from_str(text, "stallwarden.toml").unwrap();
 /// let dev = config.run_options(Some("dev")).unwrap();
 /// assert_eq!(dev.leak_timeout, Duration::from_secs(3));
 /// assert_eq!(dev.on_leftover, OnLeftover::Keep);
@@ -327,7 +327,7 @@ impl Default for RunOptions {
 /// # Examples
 ///
 /// ```
-/// use stallguard::config::{Config, OnInputWait};
+/// use stallwarden::config::{Config, OnInputWait};
 /// assert_eq!(OnInputWait::default(), OnInputWait::Stall);
 /// let config = Config::from_str("[defaults]\non-input-wait = \"pause\"\n", "x.toml").unwrap();
 /// assert_eq!(config.run_options(None).unwrap().on_input_wait, OnInputWait::Pause);
@@ -359,7 +359,7 @@ impl OnInputWait {
 /// # Examples
 ///
 /// ```
-/// use stallguard::config::OnLeftover;
+/// use stallwarden::config::OnLeftover;
 /// assert_eq!(OnLeftover::default(), OnLeftover::Kill);
 /// assert_eq!(OnLeftover::Keep.as_str(), "keep");
 /// ```
@@ -390,7 +390,7 @@ impl OnLeftover {
 ///
 /// ```
 /// use std::time::Duration;
-/// use stallguard::config::parse_budget;
+/// use stallwarden::config::parse_budget;
 /// assert_eq!(parse_budget("90s"), Ok(Some(Duration::from_secs(90))));
 /// assert_eq!(parse_budget("off"), Ok(None));
 /// assert!(parse_budget("soon").unwrap_err().contains("expected a duration"));
@@ -407,7 +407,7 @@ pub fn parse_budget(s: &str) -> Result<Option<std::time::Duration>, String> {
 /// # Examples
 ///
 /// ```
-/// assert_eq!(*stallguard::config::builtin(), watchdog_core::Profile::default());
+/// assert_eq!(*stallwarden::config::builtin(), watchdog_core::Profile::default());
 /// ```
 pub fn builtin() -> &'static Profile {
     static BUILTIN: OnceLock<Profile> = OnceLock::new();
@@ -423,7 +423,7 @@ pub fn builtin() -> &'static Profile {
 fn builtin_raw() -> &'static RawProfile {
     static RAW: OnceLock<RawProfile> = OnceLock::new();
     RAW.get_or_init(|| {
-        let origin = "stallguard.default.toml";
+        let origin = "stallwarden.default.toml";
         let mut raw = parse(DEFAULT_TOML, origin)
             .unwrap_or_else(|e| panic!("the embedded default config is broken: {e}"))
             .defaults;
@@ -502,7 +502,7 @@ mod tests {
         for key in profile_keys() {
             assert!(
                 raw.defaults.span_of(key).is_some(),
-                "{key} is not in stallguard.default.toml"
+                "{key} is not in stallwarden.default.toml"
             );
         }
         assert!(raw.profile.is_empty());

@@ -1,7 +1,7 @@
 //! The config file as written: each table's profile options as spanned
 //! values, parsed by the core's one option entry (R10.6), so a range error
 //! found after merging can still point at the line that set it; and the
-//! keys of `stallguard run` that are not part of a profile.
+//! keys of `stallwarden run` that are not part of a profile.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -19,7 +19,7 @@ use super::{ConfigError, ConfigErrorKind, Location, OnInputWait, OnLeftover, Run
 /// The top-level tables a config file may hold.
 pub(crate) const TOP_KEYS: &[&str] = &["defaults", "profile"];
 
-/// The keys of `stallguard run` a table may hold besides the profile
+/// The keys of `stallwarden run` a table may hold besides the profile
 /// options of the core's [`OPTIONS`].
 const RUN_KEYS: &[&str] = &[
     "stream",
@@ -197,7 +197,7 @@ impl RawProfile {
 
     /// Returns the `stream` this table sets: `None` if absent,
     /// `Some(None)` for `"none"` (R5.10).
-    pub(crate) fn stream(&self) -> Option<Option<stallguard_sources::agent::Format>> {
+    pub(crate) fn stream(&self) -> Option<Option<stallwarden_sources::agent::Format>> {
         self.stream.as_ref().map(|s| s.get_ref().0)
     }
 

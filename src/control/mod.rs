@@ -1,7 +1,7 @@
 //! The control socket (R6.5): list and describe task snapshots (R4.2) as JSON
 //! over a Unix domain socket only its owner can use. It reads the guard and
 //! never acts, so it lives here, beside the guard, rather than among the
-//! sinks; the `stallguard list` and `describe` commands are its client.
+//! sinks; the `stallwarden list` and `describe` commands are its client.
 //!
 //! # Protocol
 //!
@@ -35,8 +35,8 @@
 //! ```
 //! use std::io::{BufRead, BufReader, Write};
 //! use std::os::unix::net::UnixStream;
-//! use stallguard::control::{ControlServer, Request};
-//! use stallguard::{Guard, Profile};
+//! use stallwarden::control::{ControlServer, Request};
+//! use stallwarden::{Guard, Profile};
 //!
 //! let guard = Guard::default();
 //! let _task = guard.start("build", Profile::default()).unwrap();
@@ -76,8 +76,8 @@ pub const DEFAULT_IO_TIMEOUT: Duration = Duration::from_secs(5);
 /// # Examples
 ///
 /// ```
-/// use stallguard::control::{ControlError, ControlServer};
-/// use stallguard::Guard;
+/// use stallwarden::control::{ControlError, ControlServer};
+/// use stallwarden::Guard;
 ///
 /// let dir = tempfile::tempdir().unwrap();
 /// let path = dir.path().join("ctl.sock");
@@ -121,13 +121,13 @@ fn io_err(path: &Path, action: &'static str) -> impl FnOnce(std::io::Error) -> C
 
 /// A request line of the protocol: what a client asks (see the module docs).
 ///
-/// The server reads it and the `stallguard` command's client writes it, so
+/// The server reads it and the `stallwarden` command's client writes it, so
 /// both sides share this one definition of the wire format.
 ///
 /// # Examples
 ///
 /// ```
-/// use stallguard::control::Request;
+/// use stallwarden::control::Request;
 ///
 /// assert_eq!(serde_json::to_string(&Request::List {}).unwrap(), r#"{"op":"list"}"#);
 /// let describe = Request::Describe { task: "build".into() };

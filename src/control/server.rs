@@ -24,8 +24,8 @@ use super::{DEFAULT_IO_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_REQUEST};
 ///
 /// ```
 /// use std::time::Duration;
-/// use stallguard::control::ControlServer;
-/// use stallguard::Guard;
+/// use stallwarden::control::ControlServer;
+/// use stallwarden::Guard;
 ///
 /// let dir = tempfile::tempdir().unwrap();
 /// let server = ControlServer::builder()
@@ -107,7 +107,7 @@ impl ControlServerBuilder {
         };
         let thread_path = path.clone();
         let thread = std::thread::Builder::new()
-            .name("stallguard-control".into())
+            .name("stallwarden-control".into())
             .spawn(move || runtime.block_on(served.accept_loop(listener, &thread_path)));
         let thread = match thread {
             Ok(t) => t,
@@ -132,8 +132,8 @@ impl ControlServerBuilder {
 /// # Examples
 ///
 /// ```
-/// use stallguard::control::ControlServer;
-/// use stallguard::{Guard, Profile};
+/// use stallwarden::control::ControlServer;
+/// use stallwarden::{Guard, Profile};
 ///
 /// let guard = Guard::default();
 /// let _task = guard.start("build", Profile::default()).unwrap();

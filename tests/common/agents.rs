@@ -1,5 +1,5 @@
 //! The real agent CLIs `.ci/run` installs (npm packages in
-//! `target/agent-clis`, or the directory `STALLGUARD_AGENT_CLIS` names) and
+//! `target/agent-clis`, or the directory `STALLWARDEN_AGENT_CLIS` names) and
 //! the scripted model server they are run against (tests/agent_mock.py,
 //! on 127.0.0.1 only).
 
@@ -15,7 +15,7 @@ const START_BOUND: Duration = Duration::from_secs(60);
 /// of it is skipped: it is not installed, or `python3` (for the mock) is
 /// not on PATH.
 pub fn cli_bin(name: &str) -> Result<PathBuf, String> {
-    let dir = std::env::var_os("STALLGUARD_AGENT_CLIS")
+    let dir = std::env::var_os("STALLWARDEN_AGENT_CLIS")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/agent-clis"));
     let bin = dir.join("node_modules/.bin").join(name);

@@ -1,4 +1,4 @@
-//! Helpers shared by the end-to-end tests of the `stallguard` binary.
+//! Helpers shared by the end-to-end tests of the `stallwarden` binary.
 //! Each test file uses some of them, so the unused rest is allowed.
 #![allow(dead_code)]
 
@@ -12,9 +12,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 /// The built binary, run in `dir` (a fresh directory, so no
-/// `./stallguard.toml` is picked up) with stdin closed.
-pub fn stallguard(dir: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_stallguard"));
+/// `./stallwarden.toml` is picked up) with stdin closed.
+pub fn stallwarden(dir: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_stallwarden"));
     c.current_dir(dir).stdin(Stdio::null());
     c
 }
@@ -45,9 +45,9 @@ pub fn wait_bounded(child: Child) -> Output {
     wait_within(child, BOUND)
 }
 
-/// Waits for `child` (stallguard) within `bound`; see [`finish_within`].
+/// Waits for `child` (stallwarden) within `bound`; see [`finish_within`].
 pub fn wait_within(child: Child, bound: Duration) -> Output {
-    finish_within(child, bound, "stallguard")
+    finish_within(child, bound, "stallwarden")
 }
 
 /// Waits for `child` (`what`, for the message) within `bound`, reading its
@@ -69,9 +69,9 @@ pub fn finish_within(child: Child, bound: Duration, what: &str) -> Output {
     }
 }
 
-/// Runs `stallguard args` in `dir` to its end, within [`BOUND`].
+/// Runs `stallwarden args` in `dir` to its end, within [`BOUND`].
 pub fn run(dir: &Path, args: &[&str]) -> Output {
-    let child = stallguard(dir)
+    let child = stallwarden(dir)
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -95,7 +95,7 @@ pub fn read_pids(out: &mut impl std::io::BufRead) -> Vec<u32> {
 /// Starts `cmd` with no signal ignored, whatever this test process
 /// inherited. A run under `nohup` (HUP ignored) or as a background job of
 /// a shell without job control (INT and QUIT ignored) hands its ignores
-/// down, and a signal ignored at start stays ignored under stallguard
+/// down, and a signal ignored at start stays ignored under stallwarden
 /// (R8.9, as under `timeout` since 9.9): a test's signal, or its Ctrl-C on
 /// a pty, would then never reach the command, and the wrapper would wait
 /// out the command's budget. A local `nohup bash .ci/run` failed so.

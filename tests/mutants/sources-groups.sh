@@ -1,5 +1,5 @@
 #!/bin/bash
-# Whole-crate mutation run of stallguard-sources (issue 26, R10.4), one
+# Whole-crate mutation run of stallwarden-sources (issue 26, R10.4), one
 # group of files at a time, each against the test binaries that exercise
 # it: a mutant's test run then costs what its group's tests cost, not the
 # whole suite's. Run it in a clone of its own (mutants are applied in
@@ -10,7 +10,7 @@
 set -u
 out=${1:?output folder}; shift
 export PROPTEST_CASES=32 CARGO_PROFILE_DEV_DEBUG=0
-common=(-p stallguard-sources --no-config --in-place --profile mutants --baseline skip --timeout 40
+common=(-p stallwarden-sources --no-config --in-place --profile mutants --baseline skip --timeout 40
         -E '<impl fmt::Debug for ' --cargo-test-arg=--lib)
 declare -A files tests
 files[output]="sources/src/output.rs";                         tests[output]="output mutants_sources"

@@ -108,8 +108,8 @@ impl GuardBuilder {
     }
 
     /// For tests of failure: `gate` is called with the name of every
-    /// thread the guard is about to start (`stallguard-driver`,
-    /// `stallguard-sink-NAME`), and an error from it is taken as that
+    /// thread the guard is about to start (`stallwarden-driver`,
+    /// `stallwarden-sink-NAME`), and an error from it is taken as that
     /// spawn's own.
     #[doc(hidden)]
     pub fn spawn_gate(mut self, gate: fn(&str) -> io::Result<()>) -> Self {
@@ -172,7 +172,7 @@ impl GuardBuilder {
     pub fn build(self) -> Guard {
         match self.try_build() {
             Ok(guard) => guard,
-            Err(e) => panic!("stallguard: {e}"),
+            Err(e) => panic!("stallwarden: {e}"),
         }
     }
 }

@@ -238,7 +238,7 @@ fn spawn_worker(
         cv: Condvar::new(),
     });
     let worker_q = Arc::clone(&q);
-    let name = format!("stallguard-sink-{}", short(&q.name));
+    let name = format!("stallwarden-sink-{}", short(&q.name));
     let builder = thread::Builder::new().name(name.clone());
     spawn_checked(gate, &name, || {
         builder.spawn(move || loop {

@@ -96,7 +96,7 @@ pub enum GuardError {
     /// start: the guard is not built (R10.5).
     #[error("could not start thread `{thread}`: {reason}")]
     Thread {
-        /// The thread's name, `stallguard-driver` or `stallguard-sink-…`.
+        /// The thread's name, `stallwarden-driver` or `stallwarden-sink-…`.
         thread: String,
         /// The system's reason.
         reason: String,

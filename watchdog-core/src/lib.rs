@@ -1,4 +1,4 @@
-//! The stallguard engine: tasks, renewable silence budgets, verdicts,
+//! The stallwarden engine: tasks, renewable silence budgets, verdicts,
 //! escalation and sink dispatch (SPEC §2–§4, R6.1–R6.3).
 //!
 //! A runner starts a task on a [`Guard`], records what its work is doing

@@ -110,7 +110,7 @@ macro_rules! field {
     };
 }
 
-/// Every profile key, in the order `describe`, `stallguard check` and the
+/// Every profile key, in the order `describe`, `stallwarden check` and the
 /// shipped default config list them (R7.1, R10.6).
 ///
 /// # Examples
@@ -342,7 +342,7 @@ impl OptionSpec {
     }
 
     /// Shows the value `p` holds for this key as a person reads it
-    /// (`1m 30s`, `off`, `1`, `false`, `output,cpu`), for `stallguard check`.
+    /// (`1m 30s`, `off`, `1`, `false`, `output,cpu`), for `stallwarden check`.
     ///
     /// # Examples
     ///

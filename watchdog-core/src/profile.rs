@@ -78,7 +78,7 @@ pub struct Profile {
 
 impl Default for Profile {
     /// The built-in defaults, the same values as the shipped
-    /// `stallguard.default.toml`.
+    /// `stallwarden.default.toml`.
     fn default() -> Self {
         Profile {
             idle: Some(Duration::from_secs(300)),

@@ -1,6 +1,6 @@
 //! The sink trait (R6.1): where events and actions go. Every hook has a no-op
 //! default so adding one breaks nobody, and `Box`, `Arc`, `Option` and `Vec`
-//! of sinks are sinks. Concrete sinks live in the `stallguard-sinks` crate;
+//! of sinks are sinks. Concrete sinks live in the `stallwarden-sinks` crate;
 //! this module ships only [`RecordingSink`], for tests.
 
 use std::sync::Arc;

@@ -17,14 +17,14 @@ fn no_threads(name: &str) -> io::Result<()> {
 }
 
 fn no_driver(name: &str) -> io::Result<()> {
-    if name == "stallguard-driver" {
+    if name == "stallwarden-driver" {
         return no_threads(name);
     }
     Ok(())
 }
 
 fn no_second_sink(name: &str) -> io::Result<()> {
-    if name == "stallguard-sink-second" {
+    if name == "stallwarden-sink-second" {
         return no_threads(name);
     }
     Ok(())
@@ -57,18 +57,18 @@ fn try_build_is_an_error_when_the_driver_thread_cannot_start() {
     assert_eq!(
         err,
         GuardError::Thread {
-            thread: "stallguard-driver".into(),
-            reason: "injected: no thread for stallguard-driver".into(),
+            thread: "stallwarden-driver".into(),
+            reason: "injected: no thread for stallwarden-driver".into(),
         }
     );
     assert_eq!(
         err.to_string(),
-        "could not start thread `stallguard-driver`: injected: no thread for stallguard-driver"
+        "could not start thread `stallwarden-driver`: injected: no thread for stallwarden-driver"
     );
 }
 
 #[test]
-#[should_panic(expected = "stallguard: could not start thread `stallguard-driver`: injected")]
+#[should_panic(expected = "stallwarden: could not start thread `stallwarden-driver`: injected")]
 fn build_panics_naming_the_thread_it_could_not_start() {
     let _ = Guard::builder().spawn_gate(no_driver).build();
 }
@@ -99,7 +99,7 @@ fn an_isolated_sink_whose_thread_cannot_start_is_refused_and_the_others_stop() {
         .try_build()
         .expect_err("a sink without its thread would queue events forever");
     assert!(
-        matches!(&err, GuardError::Thread { thread, .. } if thread == "stallguard-sink-second"),
+        matches!(&err, GuardError::Thread { thread, .. } if thread == "stallwarden-sink-second"),
         "{err}"
     );
     // The first sink's thread had started: it ends, and lets go of its

@@ -272,9 +272,9 @@ fn isolated_sinks_run_on_a_named_thread_of_their_own() {
     let t = guard.start("n", Profile::default()).unwrap();
     t.finish_completed();
     assert!(guard.flush(PATIENCE));
-    assert_eq!(*iso.0.lock(), ["stallguard-sink-journal"; 2]);
-    assert_eq!(*boxed.0.lock(), ["stallguard-sink-boxed"; 2]);
-    assert_eq!(*arced.0.lock(), ["stallguard-sink-arced"; 2]);
+    assert_eq!(*iso.0.lock(), ["stallwarden-sink-journal"; 2]);
+    assert_eq!(*boxed.0.lock(), ["stallwarden-sink-boxed"; 2]);
+    assert_eq!(*arced.0.lock(), ["stallwarden-sink-arced"; 2]);
     let here = std::thread::current().name().unwrap().to_owned();
     assert_eq!(*inline.0.lock(), [here.clone(), here]);
 }
@@ -1242,7 +1242,7 @@ fn an_over_long_call_id_is_cut_on_a_character_boundary() {
 }
 
 // R10.6: the option table says which keys take a duration (a bare number
-// is then milliseconds), shows each value as `stallguard check` prints it,
+// is then milliseconds), shows each value as `stallwarden check` prints it,
 // and a parsed setting knows its key.
 #[test]
 fn the_option_table_knows_durations_shows_values_and_names_settings() {

@@ -169,7 +169,7 @@ fn stall_is_delivered_while_the_host_runtime_is_blocked() {
 }
 
 /// A minimal synchronous closure sink for the test above (the full callback
-/// sink lives in `stallguard-sinks`).
+/// sink lives in `stallwarden-sinks`).
 fn watchdog_core_callback(f: impl Fn(&Event) + Send + Sync + 'static) -> impl Sink {
     struct Cb<F>(F);
     impl<F: Fn(&Event) + Send + Sync + 'static> Sink for Cb<F> {

@@ -8,7 +8,7 @@
 import { createRequire } from 'node:module';
 import { Guard } from '../index.js';
 
-const native = createRequire(import.meta.url)('../stallguard.node');
+const native = createRequire(import.meta.url)('../stallwarden.node');
 const N = 1_000_000;
 const ROUNDS = 15;
 

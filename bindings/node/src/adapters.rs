@@ -7,8 +7,8 @@ use std::collections::HashMap;
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use stallguard_sources::args::{Step, StreamAdapter, StreamFormat};
-use stallguard_sources::Refusal;
+use stallwarden_sources::args::{Step, StreamAdapter, StreamFormat};
+use stallwarden_sources::Refusal;
 use watchdog_core::Recorder;
 
 /// Feeds one provider's stream events to the engine's argument tracker.

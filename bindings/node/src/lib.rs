@@ -1,6 +1,6 @@
-//! The stallguard engine as a Node addon (R11.1): a thin napi-rs shell over
+//! The stallwarden engine as a Node addon (R11.1): a thin napi-rs shell over
 //! [`watchdog_core::Guard`], the argument-stream adapters of
-//! `stallguard-sources` and the JSON-lines event shape of `stallguard-sinks`.
+//! `stallwarden-sources` and the JSON-lines event shape of `stallwarden-sinks`.
 //!
 //! No SPEC rule lives here. Budgets, verdicts, escalation, argument-delta
 //! freshness and the R8.3 event objects are the engine's; this crate only
@@ -28,8 +28,8 @@ use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
 use parking_lot::Mutex;
 use serde_json::Value;
-use stallguard_sinks::jsonl::JsonLinesSink;
-use stallguard_sources::args::StreamFormat;
+use stallwarden_sinks::jsonl::JsonLinesSink;
+use stallwarden_sources::args::StreamFormat;
 use watchdog_core::{
     Action, ActionKind, CallOutcome, Delivery, Event, GuardError, ManualClock, OptionValue,
     Outcome, Profile, Recorder, Sink, SinkError, TaskHandle,
@@ -96,7 +96,7 @@ impl Write for LineWriter {
 }
 
 /// The guard's one sink: events go through [`JsonLinesSink`] (the R8.3 line
-/// shape every JSON-writing part of stallguard shares), cancel actions go
+/// shape every JSON-writing part of stallwarden shares), cancel actions go
 /// straight to the outlet, both on the same ordered queue.
 ///
 /// Delivery is inline: posting to an unbounded threadsafe-function queue
@@ -208,7 +208,7 @@ fn profile(opts: &Value) -> std::result::Result<Profile, String> {
 /// # Examples
 ///
 /// ```js
-/// const { describeProfile } = require('stallguard');
+/// const { describeProfile } = require('stallwarden');
 /// describeProfile({ idle: 'off' }); // 'idle = "off"\nexecution = "off"\n...'
 /// ```
 #[napi]
@@ -227,7 +227,7 @@ fn to_js(value: &impl serde::Serialize) -> Result<Value> {
 /// # Examples
 ///
 /// ```js
-/// const { Guard } = require('stallguard');
+/// const { Guard } = require('stallwarden');
 /// const guard = new Guard({ clock: 'manual', onEvent: (e) => console.log(e.type) });
 /// guard.start('turn-1', { idle: '30s' });
 /// guard.advance(30_000); // stalled, cancelling
@@ -293,7 +293,7 @@ impl NativeGuard {
         // a guard that judges nothing.
         let guard = builder
             .try_build()
-            .map_err(|e| Error::new(Status::GenericFailure, format!("stallguard: {e}")))?;
+            .map_err(|e| Error::new(Status::GenericFailure, format!("stallwarden: {e}")))?;
         Ok(NativeGuard {
             guard,
             outlet,

@@ -27,7 +27,7 @@ test('R10.5: a guard whose driver thread cannot start throws', () => {
   assert.equal(child.status, 0, child.stderr);
   assert.match(
     child.stdout,
-    /^threw: stallguard: could not start thread `stallguard-driver`: .*os error/,
+    /^threw: stallwarden: could not start thread `stallwarden-driver`: .*os error/,
   );
 });
 

@@ -6,7 +6,7 @@ the ratio; BENCHMARKS.md quotes it.
 """
 import timeit
 
-import stallguard as sg
+import stallwarden as sg
 
 guard = sg.Guard(clock="manual")
 task = guard.start("bench", idle="1h", heartbeat_interval="off")

@@ -9,14 +9,14 @@ use parking_lot::Mutex;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
-use stallguard_sources::args::{Step, StreamAdapter, StreamFormat};
-use stallguard_sources::Refusal;
+use stallwarden_sources::args::{Step, StreamAdapter, StreamFormat};
+use stallwarden_sources::Refusal;
 use watchdog_core::Recorder;
 
 use crate::options::repr;
 
 /// Feeds one provider's stream events to the task (R5.2, R5.9).
-#[pyclass(frozen, module = "stallguard", name = "ArgumentStream")]
+#[pyclass(frozen, module = "stallwarden", name = "ArgumentStream")]
 pub(crate) struct ArgumentStream {
     format: StreamFormat,
     inner: Mutex<Box<dyn StreamAdapter>>,

@@ -1,7 +1,7 @@
-//! The stallguard engine as a Python module (R11.1): `import stallguard`.
+//! The stallwarden engine as a Python module (R11.1): `import stallwarden`.
 //!
 //! A thin shell over `watchdog-core` and the stream adapters of
-//! `stallguard-sources`: every rule is the engine's, nothing is
+//! `stallwarden-sources`: every rule is the engine's, nothing is
 //! re-implemented here. This file only converts values (durations, names,
 //! outcomes) and carries events to Python:
 //!
@@ -21,7 +21,7 @@ use parking_lot::Mutex;
 use pyo3::exceptions::{PyRuntimeError, PyTimeoutError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use stallguard_sinks::process::ProcessSink;
+use stallwarden_sinks::process::ProcessSink;
 use watchdog_core::ManualClock;
 
 mod adapters;
@@ -37,8 +37,8 @@ use task::Task;
 /// How long `Guard.flush` waits by default (R10.5: bounded).
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// A watchdog for many tasks; see the module documentation in `stallguard.pyi`.
-#[pyclass(frozen, module = "stallguard")]
+/// A watchdog for many tasks; see the module documentation in `stallwarden.pyi`.
+#[pyclass(frozen, module = "stallwarden")]
 struct Guard {
     guard: watchdog_core::Guard,
     shared: Arc<Shared>,
@@ -63,8 +63,8 @@ impl Guard {
         let helpers = PyModule::from_code(
             py,
             c"def resolve(future):\n    if not future.done():\n        future.set_result(None)\n",
-            c"stallguard_helpers.py",
-            c"stallguard_helpers",
+            c"stallwarden_helpers.py",
+            c"stallwarden_helpers",
         )?;
         let shared = Arc::new(Shared {
             on_event,
@@ -92,7 +92,7 @@ impl Guard {
         // judges nothing.
         let guard = builder
             .try_build()
-            .map_err(|e| PyRuntimeError::new_err(format!("stallguard: {e}")))?;
+            .map_err(|e| PyRuntimeError::new_err(format!("stallwarden: {e}")))?;
         Ok(Guard {
             guard,
             shared,
@@ -177,11 +177,11 @@ impl Guard {
     }
 }
 
-/// The native part of the `stallguard` package, re-exported by its
-/// `__init__.py` (so `stallguard.temporal` can live beside it in Python).
+/// The native part of the `stallwarden` package, re-exported by its
+/// `__init__.py` (so `stallwarden.temporal` can live beside it in Python).
 #[pymodule]
 #[pyo3(name = "_native")]
-fn stallguard_py(m: &Bound<'_, PyModule>) -> PyResult<()> {
+fn stallwarden_py(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Guard>()?;
     m.add_class::<Task>()?;
     m.add_class::<ArgumentStream>()?;

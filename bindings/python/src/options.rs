@@ -80,8 +80,8 @@ pub(crate) fn profile(options: Option<&Bound<'_, PyDict>>) -> PyResult<Profile> 
 /// # Examples
 ///
 /// ```python
-/// import stallguard
-/// stallguard.describe_profile(idle="off").splitlines()[0]  # 'idle = "off"'
+/// import stallwarden
+/// stallwarden.describe_profile(idle="off").splitlines()[0]  # 'idle = "off"'
 /// ```
 #[pyfunction]
 #[pyo3(signature = (**options))]

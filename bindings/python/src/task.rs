@@ -1,4 +1,4 @@
-//! `stallguard.Task`: one watched task, the recording calls its work makes,
+//! `stallwarden.Task`: one watched task, the recording calls its work makes,
 //! its controls (pause, resume, trigger, cancel) and its settling.
 
 use std::sync::atomic::Ordering;
@@ -8,8 +8,8 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use stallguard_sources::args::StreamFormat;
-use stallguard_sources::procs::ProcessSampler;
+use stallwarden_sources::args::StreamFormat;
+use stallwarden_sources::procs::ProcessSampler;
 use watchdog_core::{CallOutcome, Outcome, TaskState};
 
 use crate::adapters::ArgumentStream;
@@ -17,7 +17,7 @@ use crate::options::{duration_or_off, guard_error, to_py};
 use crate::sink::{CancelState, Shared};
 
 /// One watched task: record what its work does, then finish it.
-#[pyclass(frozen, module = "stallguard")]
+#[pyclass(frozen, module = "stallwarden")]
 pub(crate) struct Task {
     pub(crate) handle: Arc<watchdog_core::TaskHandle>,
     pub(crate) cancel: Arc<CancelState>,

@@ -4,7 +4,7 @@ import pathlib
 
 import pytest
 
-import stallguard as sg
+import stallwarden as sg
 
 RECORDED = pathlib.Path(__file__).resolve().parents[3] / "sources/tests/fixtures/recorded"
 

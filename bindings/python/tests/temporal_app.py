@@ -11,7 +11,7 @@ from temporalio import activity, workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from stallguard.temporal import GuardedTurn, Profile, guarded_activity
+    from stallwarden.temporal import GuardedTurn, Profile, guarded_activity
 
 # A real recording (sources/tests/fixtures/recorded/SOURCES.md); found when
 # an activity runs (a workflow sandbox allows no file system access).

@@ -4,7 +4,7 @@ clock: the budgets are short and the bounds generous."""
 import asyncio
 import time
 
-import stallguard as sg
+import stallwarden as sg
 
 
 def test_await_cancelled_cancels_a_real_running_coroutine():

@@ -9,7 +9,7 @@ import pathlib
 
 import pytest
 
-import stallguard as sg
+import stallwarden as sg
 
 TABLE = json.loads(
     (pathlib.Path(__file__).resolve().parents[3] / "tests" / "doors" / "table.json").read_text()

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-import stallguard as sg
+import stallwarden as sg
 
 # A child process whose Rust threads all ask for a stack larger than the
 # address space: std::thread::Builder::spawn then fails as it does when the
@@ -16,9 +16,9 @@ import stallguard as sg
 NO_THREADS = dict(os.environ, RUST_MIN_STACK=str(1 << 47))
 
 CHILD = """
-import stallguard
+import stallwarden
 try:
-    stallguard.Guard(clock={clock!r})
+    stallwarden.Guard(clock={clock!r})
 except RuntimeError as e:
     print("raised:", e)
 else:
@@ -38,7 +38,7 @@ def test_a_guard_whose_thread_cannot_start_raises(clock):
     assert child.returncode == 0, child.stderr
     # The sink thread (started first) or the driver: either way an error
     # naming the thread and the system's reason, never a silent guard.
-    assert child.stdout.startswith("raised: stallguard: could not start thread `stallguard-"), child
+    assert child.stdout.startswith("raised: stallwarden: could not start thread `stallwarden-"), child
     assert "os error" in child.stdout, child.stdout
 
 

@@ -5,7 +5,7 @@ from Python. The same refusals, word for word, are asserted from Rust
 
 import pytest
 
-import stallguard as sg
+import stallwarden as sg
 from conftest import recorded
 
 LONG_ID = "x" * 257

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-import stallguard as sg
+import stallwarden as sg
 
 BOUND = 30.0
 

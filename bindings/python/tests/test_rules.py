@@ -8,7 +8,7 @@ import datetime
 
 import pytest
 
-import stallguard as sg
+import stallwarden as sg
 from conftest import recorded
 
 

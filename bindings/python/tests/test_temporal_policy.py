@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("temporalio", reason="the Temporal SDK is not installed: pip install temporalio")
 from temporalio.testing import ActivityEnvironment  # noqa: E402
 
-from stallguard.temporal import GuardedTurn, Profile, guarded_activity  # noqa: E402
+from stallwarden.temporal import GuardedTurn, Profile, guarded_activity  # noqa: E402
 
 BOUND = 30.0
 

@@ -19,7 +19,7 @@ use super::state::MonitorSettings;
 ///
 /// ```
 /// use std::time::Duration;
-/// use stallguard_sinks::monitor::MonitorSink;
+/// use stallwarden_sinks::monitor::MonitorSink;
 ///
 /// let err = MonitorSink::rule_based().update_interval(Duration::from_millis(500)).build().unwrap_err();
 /// assert_eq!(err.to_string(), "monitor setting `update-interval` must be 2s..=1h, got 500ms");
@@ -40,7 +40,7 @@ pub struct MonitorConfigError {
 /// # Examples
 ///
 /// ```
-/// use stallguard_sinks::monitor::{MonitorSink, RuleMonitor};
+/// use stallwarden_sinks::monitor::{MonitorSink, RuleMonitor};
 /// use watchdog_core::Delivery;
 ///
 /// let sink = MonitorSink::builder(|_brief| Box::new(RuleMonitor::new()))

@@ -23,7 +23,7 @@
 //! use std::sync::Arc;
 //! use std::time::Duration;
 //! use parking_lot::Mutex;
-//! use stallguard_sinks::monitor::{monitored, MonitorSink, MonitorTarget};
+//! use stallwarden_sinks::monitor::{monitored, MonitorSink, MonitorTarget};
 //! use watchdog_core::{Delivery, Guard, ManualClock, Outcome, Profile};
 //!
 //! let clock = ManualClock::new();
@@ -77,7 +77,7 @@ pub const LONG_RUNNING_AFTER: Duration = Duration::from_secs(3);
 ///
 /// ```
 /// use std::time::Duration;
-/// use stallguard_sinks::monitor::monitored;
+/// use stallwarden_sinks::monitor::monitored;
 /// use watchdog_core::Profile;
 ///
 /// let p = monitored(Profile::default());
@@ -98,7 +98,7 @@ runs. Report observations and your uncertainty; do not interrupt or modify the p
 /// A source of a task's recent output, registered by the runner.
 ///
 /// Any `Fn() -> Vec<u8> + Send + Sync` is one; the output reader of
-/// `stallguard-sources` provides a bounded tail. Implement
+/// `stallwarden-sources` provides a bounded tail. Implement
 /// [`OutputTail::total_bytes`] when the count of bytes ever written is known:
 /// it makes "what is new since the last update" exact even when the same
 /// line repeats; without it the monitor compares snapshots.
@@ -106,7 +106,7 @@ runs. Report observations and your uncertainty; do not interrupt or modify the p
 /// # Examples
 ///
 /// ```
-/// use stallguard_sinks::monitor::OutputTail;
+/// use stallwarden_sinks::monitor::OutputTail;
 /// let tail = || b"line 1\n".to_vec();
 /// assert_eq!(tail.snapshot(), b"line 1\n");
 /// assert_eq!(tail.total_bytes(), None);
@@ -327,7 +327,7 @@ impl MonitorCall {
 /// # Examples
 ///
 /// ```
-/// use stallguard_sinks::monitor::MonitorError;
+/// use stallwarden_sinks::monitor::MonitorError;
 /// assert_eq!(MonitorError::new("rate limited").to_string(), "rate limited");
 /// ```
 #[derive(Debug, thiserror::Error)]
@@ -358,7 +358,7 @@ impl MonitorError {
 /// # Examples
 ///
 /// ```
-/// use stallguard_sinks::monitor::{MonitorAgent, MonitorBrief, MonitorError, MonitorFinal, MonitorUpdate};
+/// use stallwarden_sinks::monitor::{MonitorAgent, MonitorBrief, MonitorError, MonitorFinal, MonitorUpdate};
 ///
 /// #[derive(Debug)]
 /// struct Echo;
@@ -408,7 +408,7 @@ pub enum ObservationKind {
 ///
 /// ```
 /// use std::time::Duration;
-/// use stallguard_sinks::monitor::{Observation, ObservationKind};
+/// use stallwarden_sinks::monitor::{Observation, ObservationKind};
 /// use watchdog_core::TaskId;
 ///
 /// let o = Observation {
@@ -475,7 +475,7 @@ impl fmt::Display for Observation {
 ///
 /// ```
 /// use std::time::Duration;
-/// use stallguard_sinks::monitor::fmt_elapsed;
+/// use stallwarden_sinks::monitor::fmt_elapsed;
 /// assert_eq!(fmt_elapsed(Duration::from_millis(7_900)), "00:07");
 /// assert_eq!(fmt_elapsed(Duration::from_secs(3_725)), "1:02:05");
 /// ```

@@ -25,7 +25,7 @@ pub(super) struct TickState {
 /// the sink only weakly and stops when it is dropped.
 pub(super) fn spawn_poller(shared: Weak<Shared>, ticker: Arc<Ticker>, interval: Duration) {
     let spawned = std::thread::Builder::new()
-        .name("stallguard-monitor-poll".into())
+        .name("stallwarden-monitor-poll".into())
         .spawn(move || {
             let mut active = false;
             loop {

@@ -67,7 +67,7 @@ const SECRET_KEYS: &[&str] = &[
 /// # Examples
 ///
 /// ```
-/// use stallguard_sinks::monitor::redact;
+/// use stallwarden_sinks::monitor::redact;
 ///
 /// let out = redact("export OPENAI_API_KEY=sk-proj-Abc123Def456Ghi789Jkl\nok");
 /// assert!(!out.contains("Abc123"));
@@ -93,7 +93,7 @@ pub fn redact(text: &str) -> String {
 /// # Examples
 ///
 /// ```
-/// use stallguard_sinks::monitor::clean_output;
+/// use stallwarden_sinks::monitor::clean_output;
 /// assert_eq!(clean_output(b"\x1b[32mok\x1b[0m 10%\r20%\r\n"), "ok 10%\n20%\n");
 /// ```
 pub fn clean_output(bytes: &[u8]) -> String {

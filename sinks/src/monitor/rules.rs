@@ -81,7 +81,7 @@ const REPEATS: u32 = 3;
 ///
 /// ```
 /// use std::time::Duration;
-/// use stallguard_sinks::monitor::{MonitorAgent, MonitorUpdate, RuleMonitor};
+/// use stallwarden_sinks::monitor::{MonitorAgent, MonitorUpdate, RuleMonitor};
 /// use watchdog_core::{TaskId, TaskState};
 ///
 /// let mut rules = RuleMonitor::new();

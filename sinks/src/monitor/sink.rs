@@ -35,7 +35,7 @@ pub(super) type Factory = dyn Fn(&MonitorBrief) -> Box<dyn MonitorAgent> + Send 
 /// # Examples
 ///
 /// ```
-/// use stallguard_sinks::monitor::MonitorTarget;
+/// use stallwarden_sinks::monitor::MonitorTarget;
 /// let target = MonitorTarget::new("cargo build", || b"Compiling\n".to_vec()).cwd("/src/app");
 /// assert_eq!(target.command(), "cargo build");
 /// ```
@@ -104,7 +104,7 @@ impl fmt::Debug for MonitorTarget {
 ///
 /// ```
 /// use std::time::Duration;
-/// use stallguard_sinks::monitor::{monitored, MonitorSink, MonitorTarget};
+/// use stallwarden_sinks::monitor::{monitored, MonitorSink, MonitorTarget};
 /// use watchdog_core::{Delivery, Guard, ManualClock, Profile};
 ///
 /// let clock = ManualClock::new();
@@ -173,7 +173,7 @@ impl MonitorSink {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use stallguard_sinks::monitor::{monitored, MonitorSink, MonitorTarget};
+    /// use stallwarden_sinks::monitor::{monitored, MonitorSink, MonitorTarget};
     /// use watchdog_core::{Delivery, Guard, ManualClock, Profile};
     ///
     /// let clock = ManualClock::new();
@@ -440,7 +440,7 @@ impl Shared {
         let (tx, rx) = mpsc::channel();
         let core = Arc::clone(&self.core);
         let spawned = std::thread::Builder::new()
-            .name(format!("stallguard-monitor-{}", brief.task.as_raw()))
+            .name(format!("stallwarden-monitor-{}", brief.task.as_raw()))
             .spawn(move || worker(&core, &rx));
         match spawned {
             Ok(_) => Some(Runner::Worker(tx)),

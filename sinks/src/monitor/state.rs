@@ -19,7 +19,7 @@ use super::{MonitorBrief, MonitorCall, MonitorFinal, MonitorUpdate, OutputTail, 
 ///
 /// ```
 /// use std::time::Duration;
-/// use stallguard_sinks::monitor::MonitorSettings;
+/// use stallwarden_sinks::monitor::MonitorSettings;
 /// let s = MonitorSettings::default();
 /// assert_eq!(s.update_interval, Duration::from_secs(2));
 /// assert_eq!(s.max_output_bytes, 4096);
@@ -66,7 +66,7 @@ enum Phase {
 /// ```
 /// use std::time::Duration;
 /// use watchdog_core::{Guard, ManualClock, Profile, RecordingSink};
-/// use stallguard_sinks::monitor::{monitored, MonitorCall, MonitorSettings, MonitorState};
+/// use stallwarden_sinks::monitor::{monitored, MonitorCall, MonitorSettings, MonitorState};
 ///
 /// let rec = RecordingSink::new();
 /// let guard = Guard::builder().clock(ManualClock::new()).sink(rec.clone()).build();

@@ -26,7 +26,7 @@ pub(super) fn target(pid: u32) -> Result<Option<Pid>, KillOutcome> {
     let pgid = Pid::from_raw(raw);
     if pgid == getpgrp() || pgid == getpid() {
         return refuse(format!(
-            "process group {pid} is stallguard's own; spawn the command with process_group(0)"
+            "process group {pid} is stallwarden's own; spawn the command with process_group(0)"
         ));
     }
     match getpgid(Some(pgid)) {
@@ -60,7 +60,7 @@ pub(super) fn target(pid: u32) -> Result<Option<Pid>, KillOutcome> {
 /// ```
 /// use std::os::unix::process::CommandExt;
 /// use std::time::Duration;
-/// use stallguard_sinks::process::{wait_group_gone, KillOutcome};
+/// use stallwarden_sinks::process::{wait_group_gone, KillOutcome};
 ///
 /// let mut child = std::process::Command::new("true").process_group(0).spawn().unwrap();
 /// let pgid = child.id();
@@ -115,7 +115,7 @@ pub(super) fn confirm_gone(pgid: Pid, bound: Duration) -> KillOutcome {
 /// # Examples
 ///
 /// ```
-/// use stallguard_sinks::process::group_members;
+/// use stallwarden_sinks::process::group_members;
 /// let me = std::process::id();
 /// let my_group = nix::unistd::getpgrp().as_raw() as u32;
 /// assert!(group_members(my_group).unwrap().contains(&me));
@@ -166,7 +166,7 @@ pub enum Reaped {
 ///
 /// ```
 /// use std::time::Duration;
-/// use stallguard_sinks::process::{reap, Reaped};
+/// use stallwarden_sinks::process::{reap, Reaped};
 ///
 /// let child = std::process::Command::new("true").spawn().unwrap();
 /// let pid = child.id();

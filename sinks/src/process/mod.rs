@@ -73,7 +73,7 @@ pub enum KillOutcome {
         left: Vec<u32>,
     },
     /// The target was refused before any signal (pid 0 or 1, not a group
-    /// leader, stallguard's own group).
+    /// leader, stallwarden's own group).
     Refused {
         /// Why, for people.
         reason: String,
@@ -90,7 +90,7 @@ pub enum KillOutcome {
 /// # Examples
 ///
 /// ```
-/// use stallguard_sinks::process::{GroupSignal, KillOutcome, KillReport};
+/// use stallwarden_sinks::process::{GroupSignal, KillOutcome, KillReport};
 /// use watchdog_core::TaskId;
 ///
 /// let r = KillReport {
@@ -168,7 +168,7 @@ impl fmt::Display for KillReport {
 /// that [`ProcessSink::reports`] returns, so a CLI can print "cleanup
 /// unconfirmed". Clones share the reports.
 ///
-/// Safety rules: pid 0, pid 1, pids past `i32::MAX` and stallguard's own
+/// Safety rules: pid 0, pid 1, pids past `i32::MAX` and stallwarden's own
 /// group are never signalled; a live pid that is not the leader of its group
 /// is refused (its number was reused, or the command was not spawned in a
 /// group of its own). When the leader was already reaped the group is
@@ -188,7 +188,7 @@ impl fmt::Display for KillReport {
 /// ```
 /// use std::os::unix::process::CommandExt;
 /// use std::time::Duration;
-/// use stallguard_sinks::process::{GroupSignal, KillOutcome, ProcessSink};
+/// use stallwarden_sinks::process::{GroupSignal, KillOutcome, ProcessSink};
 /// use watchdog_core::{Guard, ManualClock, Outcome, Profile};
 ///
 /// let mut child = std::process::Command::new("sleep").arg("30").process_group(0).spawn().unwrap();
@@ -338,7 +338,7 @@ impl ProcessSink {
             sink.settle(KillReport { outcome, ..base });
         };
         let spawned = std::thread::Builder::new()
-            .name("stallguard-kill-confirm".into())
+            .name("stallwarden-kill-confirm".into())
             .spawn(confirm);
         if let Err(e) = spawned {
             tracing::warn!(error = %e, "no thread for kill confirmation; confirming inline");

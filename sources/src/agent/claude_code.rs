@@ -19,7 +19,7 @@ use crate::background::{EndStatus, Provenance};
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::agent::{claude_code, AgentEvent};
+/// use stallwarden_sources::agent::{claude_code, AgentEvent};
 /// let line = serde_json::json!({"type":"user","message":{"content":[
 ///     {"type":"tool_result","tool_use_id":"toolu_1","content":"ok","is_error":false}]}});
 /// let mut out = Vec::new();

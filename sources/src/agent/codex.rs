@@ -21,7 +21,7 @@ use super::{str_at, AgentEvent};
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::agent::{codex, AgentEvent};
+/// use stallwarden_sources::agent::{codex, AgentEvent};
 /// let line = serde_json::json!({"type":"item.started","item":{"id":"item_1",
 ///     "type":"command_execution","command":"bash -lc ls","status":"in_progress"}});
 /// let mut out = Vec::new();

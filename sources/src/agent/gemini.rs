@@ -16,7 +16,7 @@ use super::{str_at, AgentEvent};
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::agent::{gemini, AgentEvent};
+/// use stallwarden_sources::agent::{gemini, AgentEvent};
 /// let line = serde_json::json!({"type":"tool_result","tool_id":"t1","status":"error"});
 /// let mut out = Vec::new();
 /// gemini::parse(&line, &mut out);

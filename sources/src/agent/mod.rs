@@ -53,7 +53,7 @@ pub const MAX_IN_FLIGHT: usize = watchdog_core::MAX_CALLS_IN_FLIGHT;
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::agent::Format;
+/// use stallwarden_sources::agent::Format;
 /// let f: Format = "claude-code".parse().unwrap();
 /// assert_eq!(f, Format::ClaudeCode);
 /// assert_eq!(f.to_string(), "claude-code");
@@ -113,7 +113,7 @@ impl fmt::Display for Format {
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::agent::Format;
+/// use stallwarden_sources::agent::Format;
 /// let e = "cursor".parse::<Format>().unwrap_err();
 /// assert_eq!(e.to_string(), "unknown stream format `cursor`, expected one of claude-code, codex, gemini, qwen");
 /// ```
@@ -137,7 +137,7 @@ impl FromStr for Format {
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::agent::{AgentEvent, Format};
+/// use stallwarden_sources::agent::{AgentEvent, Format};
 /// let line = serde_json::json!({"type":"tool_use","tool_name":"run_shell_command","tool_id":"t1","parameters":{}});
 /// let mut out = Vec::new();
 /// Format::Gemini.parse(&line, &mut out);
@@ -237,7 +237,7 @@ pub enum AgentEvent<'v> {
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::agent::StreamCounts;
+/// use stallwarden_sources::agent::StreamCounts;
 /// let c = StreamCounts::default();
 /// assert_eq!(c.events + c.plain, 0);
 /// ```
@@ -270,7 +270,7 @@ pub struct StreamCounts {
 ///
 /// ```
 /// use std::time::Duration;
-/// use stallguard_sources::agent::{AgentStream, Format};
+/// use stallwarden_sources::agent::{AgentStream, Format};
 /// use watchdog_core::{Guard, ManualClock, Phase, Profile};
 ///
 /// let guard = Guard::builder().clock(ManualClock::new()).build();
@@ -322,13 +322,13 @@ impl AgentStream {
     }
 
     /// Also reports the bytes fed as output (R5.1), for a runner whose
-    /// bytes are not already counted elsewhere; `stallguard run` counts
+    /// bytes are not already counted elsewhere; `stallwarden run` counts
     /// them in its pump and leaves this off.
     ///
     /// # Examples
     ///
     /// ```
-    /// use stallguard_sources::agent::{AgentStream, Format};
+    /// use stallwarden_sources::agent::{AgentStream, Format};
     /// use watchdog_core::{Guard, ManualClock, Profile};
     ///
     /// let guard = Guard::builder().clock(ManualClock::new()).build();

@@ -15,7 +15,7 @@ pub const MAX_SHOWN_COMMAND: usize = 80;
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::agent::call_name;
+/// use stallwarden_sources::agent::call_name;
 /// assert_eq!(call_name("Bash", Some("sleep 4")), "Bash(sleep 4)");
 /// assert_eq!(call_name("x\u{1b}[2J", None), "x?[2J");
 /// assert_eq!(call_name("Bash", Some("a\nb")), "Bash(a b)");

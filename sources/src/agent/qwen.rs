@@ -16,7 +16,7 @@ use super::AgentEvent;
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::agent::{qwen, AgentEvent};
+/// use stallwarden_sources::agent::{qwen, AgentEvent};
 /// let line = serde_json::json!({"type":"result","subtype":"success","is_error":false});
 /// let mut out = Vec::new();
 /// qwen::parse(&line, &mut out);

@@ -21,7 +21,7 @@ use crate::background::{
 };
 
 /// The id of the call that stands for a working status while it holds.
-const HOLD_ID: &str = "stallguard:agent-working";
+const HOLD_ID: &str = "stallwarden:agent-working";
 
 /// A `task_started` report.
 pub(super) struct Started<'v> {

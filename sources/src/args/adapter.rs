@@ -60,7 +60,7 @@ use super::{ArgumentTracker, Parse, Rejection, Step};
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::args::{StreamAdapter, StreamFormat, Step};
+/// use stallwarden_sources::args::{StreamAdapter, StreamFormat, Step};
 /// use watchdog_core::{Guard, ManualClock, Profile};
 ///
 /// let guard = Guard::builder().clock(ManualClock::new()).build();
@@ -117,7 +117,7 @@ pub(super) fn feed_json<A: StreamAdapter + ?Sized>(
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::args::StreamFormat;
+/// use stallwarden_sources::args::StreamFormat;
 /// let f: StreamFormat = "gemini".parse().unwrap();
 /// assert_eq!(f, StreamFormat::Gemini);
 /// assert_eq!(f.to_string(), "gemini");
@@ -182,7 +182,7 @@ impl fmt::Display for StreamFormat {
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::args::StreamFormat;
+/// use stallwarden_sources::args::StreamFormat;
 /// assert!("sse".parse::<StreamFormat>().is_err());
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -32,7 +32,7 @@ use super::{json_index, json_str, ArgumentTracker, Parse, Rejection, Step, Strea
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::args::{anthropic::AnthropicStream, Step, StreamAdapter};
+/// use stallwarden_sources::args::{anthropic::AnthropicStream, Step, StreamAdapter};
 /// use watchdog_core::{Guard, ManualClock, Profile};
 ///
 /// let guard = Guard::builder().clock(ManualClock::new()).build();

@@ -42,7 +42,7 @@ use super::{
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::args::{gemini::GeminiStream, Step, StreamAdapter};
+/// use stallwarden_sources::args::{gemini::GeminiStream, Step, StreamAdapter};
 /// use watchdog_core::{Guard, ManualClock, Profile};
 ///
 /// let guard = Guard::builder().clock(ManualClock::new()).build();

@@ -55,7 +55,7 @@ pub const MAX_FINGERPRINTS: usize = 4096;
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::args::{ArgumentTracker, Freshness, Rejection};
+/// use stallwarden_sources::args::{ArgumentTracker, Freshness, Rejection};
 /// use watchdog_core::{Guard, ManualClock, Profile};
 ///
 /// let guard = Guard::builder().clock(ManualClock::new()).build();
@@ -96,7 +96,7 @@ pub use crate::refusal::Step;
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::args::{ArgumentTracker, Rejection};
+/// use stallwarden_sources::args::{ArgumentTracker, Rejection};
 /// use watchdog_core::{Guard, ManualClock, Profile};
 ///
 /// let guard = Guard::builder().clock(ManualClock::new()).build();
@@ -266,7 +266,7 @@ impl ArgumentTracker {
     /// # Examples
     ///
     /// ```
-    /// use stallguard_sources::args::{ArgumentTracker, Freshness, Rejection};
+    /// use stallwarden_sources::args::{ArgumentTracker, Freshness, Rejection};
     /// use watchdog_core::{Guard, ManualClock, Profile};
     ///
     /// let guard = Guard::builder().clock(ManualClock::new()).build();

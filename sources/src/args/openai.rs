@@ -48,7 +48,7 @@ const PER_SECOND: i64 = 1 << 16;
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::args::{openai::OpenAiStream, Step, StreamAdapter};
+/// use stallwarden_sources::args::{openai::OpenAiStream, Step, StreamAdapter};
 /// use watchdog_core::{Guard, ManualClock, Profile};
 ///
 /// let guard = Guard::builder().clock(ManualClock::new()).build();

@@ -16,8 +16,8 @@ use crate::refusal::{refusals, Refusal};
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::args::Rejection;
-/// use stallguard_sources::Refusal;
+/// use stallwarden_sources::args::Rejection;
+/// use stallwarden_sources::Refusal;
 /// assert_eq!(Rejection::DuplicateDelta.key(), "args.duplicate_delta");
 /// assert_eq!(Rejection::DuplicateDelta.to_string(), "delta already seen at this position in this generation");
 /// assert_eq!(Rejection::ALL.len(), Rejection::COUNT);
@@ -132,7 +132,7 @@ impl Refusal for Rejection {
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::args::{ArgumentTracker, Rejection, RejectionCounts};
+/// use stallwarden_sources::args::{ArgumentTracker, Rejection, RejectionCounts};
 /// use watchdog_core::{Guard, ManualClock, Profile};
 ///
 /// let guard = Guard::builder().clock(ManualClock::new()).build();

@@ -38,7 +38,7 @@ use super::{
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::args::{responses::ResponsesStream, Step, StreamAdapter};
+/// use stallwarden_sources::args::{responses::ResponsesStream, Step, StreamAdapter};
 /// use watchdog_core::{Guard, ManualClock, Profile};
 ///
 /// let guard = Guard::builder().clock(ManualClock::new()).build();

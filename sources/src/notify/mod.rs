@@ -112,7 +112,7 @@ struct Shared {
 /// ```
 /// use std::os::unix::net::UnixDatagram;
 /// use std::time::Duration;
-/// use stallguard_sources::notify::NotifySocket;
+/// use stallwarden_sources::notify::NotifySocket;
 /// use watchdog_core::{Guard, ManualClock, Profile, SignalKind};
 ///
 /// let guard = Guard::builder().clock(ManualClock::new()).build();
@@ -190,7 +190,7 @@ impl NotifySocket {
     /// ```
     /// use std::os::unix::net::UnixDatagram;
     /// use std::time::Duration;
-    /// use stallguard_sources::notify::NotifySocket;
+    /// use stallwarden_sources::notify::NotifySocket;
     /// use watchdog_core::{Guard, ManualClock, Profile};
     ///
     /// let dir = tempfile::tempdir().unwrap();
@@ -245,7 +245,7 @@ impl NotifySocket {
         let served = Arc::clone(&shared);
         let serving = recorder.clone();
         let thread = std::thread::Builder::new()
-            .name("stallguard-notify".into())
+            .name("stallwarden-notify".into())
             .spawn(move || serve(&socket, &woken, &served, &serving))
             .map_err(fail)?;
         Ok(NotifySocket {
@@ -297,7 +297,7 @@ impl NotifySocket {
     /// ```
     /// use std::os::unix::net::UnixDatagram;
     /// use std::time::Duration;
-    /// use stallguard_sources::notify::NotifySocket;
+    /// use stallwarden_sources::notify::NotifySocket;
     /// use watchdog_core::{Guard, ManualClock, Profile};
     ///
     /// let guard = Guard::builder().clock(ManualClock::new()).build();

@@ -12,7 +12,7 @@ use crate::refusal::Refusal;
 ///
 /// ```
 /// use std::time::Duration;
-/// use stallguard_sources::notify::{Malformed, Notification};
+/// use stallwarden_sources::notify::{Malformed, Notification};
 ///
 /// let parsed = Notification::parse_datagram(b"WATCHDOG=1\nEXTEND_TIMEOUT_USEC=oops\n").unwrap();
 /// assert_eq!(parsed, [Ok(Notification::Heartbeat), Err(Malformed::BadValue)]);
@@ -46,8 +46,8 @@ pub enum Notification {
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::notify::{Malformed, Notification};
-/// use stallguard_sources::Refusal;
+/// use stallwarden_sources::notify::{Malformed, Notification};
+/// use stallwarden_sources::Refusal;
 ///
 /// assert_eq!(Notification::parse_datagram(b"\xff\xfe"), Err(Malformed::NotText));
 /// assert_eq!(Malformed::NotText.key(), "notify.not_text");

@@ -104,7 +104,7 @@ pub struct TreeSample {
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::procs::ProcTable;
+/// use stallwarden_sources::procs::ProcTable;
 ///
 /// let mut table = ProcTable::new();
 /// # #[cfg(target_os = "linux")] {
@@ -197,7 +197,7 @@ impl ProcTable {
     /// # Examples
     ///
     /// ```
-    /// use stallguard_sources::procs::ProcTable;
+    /// use stallwarden_sources::procs::ProcTable;
     ///
     /// let mut table = ProcTable::new().walk_only();
     /// # #[cfg(target_os = "linux")]
@@ -215,7 +215,7 @@ impl ProcTable {
     /// # Examples
     ///
     /// ```
-    /// use stallguard_sources::procs::ProcTable;
+    /// use stallwarden_sources::procs::ProcTable;
     ///
     /// let mut table = ProcTable::new().without_blocked_on();
     /// # #[cfg(target_os = "linux")]
@@ -246,7 +246,7 @@ impl ProcTable {
     /// # Examples
     ///
     /// ```
-    /// use stallguard_sources::procs::ProcTable;
+    /// use stallwarden_sources::procs::ProcTable;
     /// # #[cfg(target_os = "linux")] {
     /// let mut table = ProcTable::new();
     /// let me = std::process::id();

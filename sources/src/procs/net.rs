@@ -10,7 +10,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::procs::net::parse_tcp;
+/// use stallwarden_sources::procs::net::parse_tcp;
 ///
 /// let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   \
 ///     0: 0100007F:1F90 0100007F:D431 08 00000000:00000000 00:00000000 00000000     0        0 4242 1 0 20 4 30 10 -1\n";
@@ -117,7 +117,7 @@ fn addr(text: &str) -> Option<SocketAddr> {
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::procs::net::parse_unix;
+/// use stallwarden_sources::procs::net::parse_unix;
 /// let t = "Num       RefCount Protocol Flags    Type St Inode Path\n\
 ///          0000000000000000: 00000002 00000000 00010000 0001 01 777 /run/app.sock\n\
 ///          0000000000000000: 00000002 00000000 00000000 0001 03 778\n";
@@ -160,7 +160,7 @@ pub fn parse_unix(text: &str) -> HashMap<u64, String> {
 /// let inode = std::fs::metadata(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&client)))
 ///     .unwrap()
 ///     .ino();
-/// let received = stallguard_sources::procs::net::tcp_bytes_received().unwrap();
+/// let received = stallwarden_sources::procs::net::tcp_bytes_received().unwrap();
 /// assert_eq!(received[&inode], 1000);
 /// # }
 /// ```

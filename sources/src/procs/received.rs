@@ -20,7 +20,7 @@ const FORGET_AFTER: u32 = 4;
 /// Each sample lists the tree's sockets (`socket:[INODE]` in
 /// `/proc/PID/fd`) and reads each one's `tcpi_bytes_received`: through a
 /// copy of the descriptor taken with `pidfd_getfd` (Linux 5.6+, allowed to
-/// an ancestor such as stallguard) and `getsockopt(TCP_INFO)`, closed at
+/// an ancestor such as stallwarden) and `getsockopt(TCP_INFO)`, closed at
 /// once; for a process that refuses that, from one `sock_diag` dump of the
 /// machine's TCP sockets ([`tcp_bytes_received`]). The dump walks the
 /// kernel's whole connection table (about 1 ms here, whatever the socket
@@ -41,13 +41,13 @@ const FORGET_AFTER: u32 = 4;
 /// The kernel keeps no per-process total of a closed socket's bytes (as it
 /// does a reaped child's CPU in `cutime`), so a command made of short
 /// requests is better kept alive by its output or `cpu`. Through the dump,
-/// only sockets of stallguard's network namespace are seen.
+/// only sockets of stallwarden's network namespace are seen.
 ///
 /// # Examples
 ///
 /// ```
 /// use std::io::{Read, Write};
-/// use stallguard_sources::procs::NetMeter;
+/// use stallwarden_sources::procs::NetMeter;
 /// # #[cfg(target_os = "linux")] {
 /// let me = std::process::id();
 /// let mut meter = NetMeter::new();
@@ -98,7 +98,7 @@ impl NetMeter {
     /// # Examples
     ///
     /// ```
-    /// use stallguard_sources::procs::NetMeter;
+    /// use stallwarden_sources::procs::NetMeter;
     /// let mut meter = NetMeter::new().dump_only();
     /// # #[cfg(target_os = "linux")]
     /// assert_eq!(meter.sample(&[std::process::id()]).unwrap(), None);

@@ -19,7 +19,7 @@ use super::{NetMeter, ProcTable, ProcsError, MAX_INTERVAL, MIN_INTERVAL};
 ///
 /// ```
 /// # #[cfg(target_os = "linux")] {
-/// let children = stallguard_sources::procs::sample_once(std::process::id()).unwrap();
+/// let children = stallwarden_sources::procs::sample_once(std::process::id()).unwrap();
 /// assert!(children.iter().all(|c| c.cpu_delta_ms.is_none()));
 /// # }
 /// ```
@@ -34,7 +34,7 @@ pub fn sample_once(root_pid: u32) -> Result<Vec<ChildInfo>, ProcsError> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use stallguard_sources::procs::check_interval;
+/// use stallwarden_sources::procs::check_interval;
 /// assert!(check_interval(Duration::from_secs(15)).is_ok());
 /// let err = check_interval(Duration::from_millis(500)).unwrap_err();
 /// assert_eq!(err.to_string(), "process sampling interval 500ms is out of range: must be 1s..=60s");
@@ -159,7 +159,7 @@ impl Sampling {
 ///
 /// ```
 /// use std::time::Duration;
-/// use stallguard_sources::procs::ProcessSampler;
+/// use stallwarden_sources::procs::ProcessSampler;
 /// use watchdog_core::ChildProbe;
 ///
 /// let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
@@ -239,7 +239,7 @@ impl ProcessSampler {
         let (stop, stopped) = mpsc::channel::<()>();
         let worker = Arc::clone(&sampling);
         let thread = std::thread::Builder::new()
-            .name("stallguard-procs".into())
+            .name("stallwarden-procs".into())
             .spawn(move || loop {
                 match stopped.recv_timeout(interval) {
                     Err(mpsc::RecvTimeoutError::Timeout) => {}

@@ -13,7 +13,7 @@ pub use watchdog_core::sys::{state_from_code, ProcStat, StatError};
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::procs::parse_btime;
+/// use stallwarden_sources::procs::parse_btime;
 /// assert_eq!(parse_btime("cpu  1 2 3\nbtime 1700000000\nprocesses 9\n"), Some(1_700_000_000));
 /// assert_eq!(parse_btime("cpu 1 2 3\n"), None);
 /// ```

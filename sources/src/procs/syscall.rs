@@ -7,7 +7,7 @@
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::procs::blocked::Blocked;
+/// use stallwarden_sources::procs::blocked::Blocked;
 /// assert_eq!(Blocked::parse("running\n"), Some(Blocked::Running));
 /// assert_eq!(Blocked::parse("-1 0x7ffd 0x7f3a\n"), Some(Blocked::Running));
 /// assert_eq!(
@@ -56,7 +56,7 @@ impl Blocked {
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::procs::blocked::{classify, Wait};
+/// use stallwarden_sources::procs::blocked::{classify, Wait};
 /// assert_eq!(classify(libc::SYS_read, &[3, 0, 0, 0, 0, 0]), Wait::Reads(3));
 /// assert_eq!(classify(libc::SYS_wait4, &[3, 0, 0, 0, 0, 0]), Wait::Other);
 /// ```
@@ -104,7 +104,7 @@ pub fn classify(nr: libc::c_long, args: &[u64; 6]) -> Wait {
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::procs::blocked::epoll_targets;
+/// use stallwarden_sources::procs::blocked::epoll_targets;
 /// let info = "pos:\t0\ntfd:        0 events:       19 data: 0\ntfd:        7 events: 19 data: 7\n";
 /// assert_eq!(epoll_targets(info), vec![0, 7]);
 /// ```
@@ -122,7 +122,7 @@ pub fn epoll_targets(fdinfo: &str) -> Vec<u64> {
 /// # Examples
 ///
 /// ```
-/// use stallguard_sources::procs::blocked::sanitize;
+/// use stallwarden_sources::procs::blocked::sanitize;
 /// assert_eq!(sanitize("a\x1b[2Jb\n"), "a\\u{1b}[2Jb\\n");
 /// ```
 pub fn sanitize(text: &str) -> String {

@@ -1,13 +1,13 @@
 //! The control socket's client (R6.5): one connection per request, one
 //! [`Request`] line out, one JSON line back, with a timeout on each; the
-//! protocol is described in [`stallguard::control`].
+//! protocol is described in [`stallwarden::control`].
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use stallguard::control::{Request, DEFAULT_IO_TIMEOUT};
+use stallwarden::control::{Request, DEFAULT_IO_TIMEOUT};
 
 /// The longest response line read.
 const MAX_RESPONSE: u64 = 64 * 1024 * 1024;

@@ -1,6 +1,6 @@
-//! `stallguard list` and `stallguard describe` (R6.5): read a control socket
+//! `stallwarden list` and `stallwarden describe` (R6.5): read a control socket
 //! and print rows a person can read, or the JSON snapshots with `--json`.
-//! The server is the library's [`stallguard::control`]; `client.rs` reads it.
+//! The server is the library's [`stallwarden::control`]; `client.rs` reads it.
 
 mod client;
 
@@ -43,7 +43,7 @@ pub(crate) fn describe(task: Option<&str>, args: &ControlArgs) -> u8 {
 }
 
 fn fail(e: &dyn std::fmt::Display) -> u8 {
-    eprintln!("stallguard: {e}");
+    eprintln!("stallwarden: {e}");
     EXIT_ERROR
 }
 

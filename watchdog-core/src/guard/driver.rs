@@ -51,7 +51,7 @@ impl Inner {
             shutdown: AtomicBool::new(false),
         });
         if !inner.clock.is_virtual() {
-            const NAME: &str = "stallguard-driver";
+            const NAME: &str = "stallwarden-driver";
             let driver_inner = Arc::clone(&inner);
             let handle = spawn_checked(gate, NAME, || {
                 std::thread::Builder::new()

@@ -155,13 +155,13 @@ fn a_refused_netlink_socket_is_an_error() {
     assert_eq!(got.unwrap_err().raw_os_error(), Some(libc::EACCES));
 }
 
-// R5.11: a stallguard started with its stdin closed gets descriptor 0
+// R5.11: a stallwarden started with its stdin closed gets descriptor 0
 // for the netlink socket, and the dump works all the same (kills the
 // issue-26 mutant of dump_tcp that takes 0 for an error). Runs in a
 // child (this test binary again) so closing 0 touches no other test.
 #[test]
 fn the_dump_works_on_descriptor_zero() {
-    const CHILD: &str = "STALLGUARD_TEST_STDIN_CLOSED";
+    const CHILD: &str = "STALLWARDEN_TEST_STDIN_CLOSED";
     if std::env::var_os(CHILD).is_some() {
         let (client, _server) = connection("127.0.0.1:0", 300).unwrap();
         // SAFETY: descriptor 0 belongs to this child and nothing in it

@@ -3,7 +3,7 @@
 
 Temporal notices a wedged activity by its heartbeat timeout, but a heartbeat
 sent from a timer only proves the worker process is alive. A guarded activity
-heartbeats Temporal only when the stallguard task of its attempt shows genuine
+heartbeats Temporal only when the stallwarden task of its attempt shows genuine
 progress inside its budgets:
 
 - progress was recorded since the last heartbeat (output, a stream delta that
@@ -37,7 +37,7 @@ process sink stops a running tool's process group.
 Example (inside a worker process)::
 
     from temporalio import activity
-    from stallguard.temporal import GuardedTurn, Profile, guarded_activity
+    from stallwarden.temporal import GuardedTurn, Profile, guarded_activity
 
     @activity.defn
     @guarded_activity(profile=Profile(idle="30s", execution="10m"))
@@ -189,7 +189,7 @@ def guard() -> Guard:
 
 
 class GuardedTurn:
-    """One attempt of a guarded activity: its stallguard task, what the
+    """One attempt of a guarded activity: its stallwarden task, what the
     previous attempt last reported, and the recorder calls that count as
     progress (each may earn a Temporal heartbeat).
 

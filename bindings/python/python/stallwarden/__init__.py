@@ -1,7 +1,7 @@
-"""stallguard: an embedded watchdog that tells a silent-but-working agent turn
+"""stallwarden: an embedded watchdog that tells a silent-but-working agent turn
 from a dead one. The engine itself (Rust), not a port (SPEC R11.1).
 
-Everything is the native module's; `stallguard.temporal` (import it
+Everything is the native module's; `stallwarden.temporal` (import it
 explicitly, it needs `temporalio`) guards Temporal activities (R6.9).
 """
 

@@ -1,4 +1,4 @@
-"""stallguard: an embedded watchdog that tells a silent-but-working agent turn
+"""stallwarden: an embedded watchdog that tells a silent-but-working agent turn
 from a dead one. The engine itself (Rust), not a port: every rule is in
 watchdog-core; see SPEC R11.1.
 
@@ -11,7 +11,7 @@ value (an unknown key raises TypeError). A zero heartbeat_interval is off
 (R3.7); a zero grace_period kills at once and "off" is refused (R3.5); a
 zero silence budget is refused (R7.2). None keeps a key's default.
 
-`stallguard.temporal` guards Temporal activities (R6.9); see its docstrings.
+`stallwarden.temporal` guards Temporal activities (R6.9); see its docstrings.
 """
 
 import datetime

@@ -1,4 +1,4 @@
-"""Private helpers of `stallguard.temporal`: durations, the §8.3 heartbeat
+"""Private helpers of `stallwarden.temporal`: durations, the §8.3 heartbeat
 fields of a status snapshot, the verdict message, the stream wrapper."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ class _Stream:
         self._inner = inner
 
     def feed(self, data: Any) -> str:
-        """Feeds one event; returns the adapter's step (see ``stallguard``)."""
+        """Feeds one event; returns the adapter's step (see ``stallwarden``)."""
         step = self._inner.feed(data)
         if step == "renewed":
             self._turn._progress()
