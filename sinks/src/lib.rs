@@ -11,6 +11,7 @@
 pub mod acp;
 pub mod callback;
 pub mod channel;
+pub mod hook;
 pub mod jsonl;
 pub mod metrics;
 pub mod monitor;

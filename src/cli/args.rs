@@ -163,6 +163,19 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     pub(crate) pty: bool,
 
+    /// A shell command run through /bin/sh -c at each stall, before the
+    /// stop, with STALLWARDEN_PID, STALLWARDEN_PGID, STALLWARDEN_SUSPECTS
+    /// and STALLWARDEN_STALL in its environment; its output goes into the
+    /// `stalled` event, how it ended onto stderr; "" for none [default: the
+    /// config's `on-stall`].
+    #[arg(long, value_name = "CMD")]
+    pub(crate) on_stall: Option<String>,
+
+    /// How long the --on-stall command may run before its process group
+    /// is killed [default: 5s, or the config's `on-stall-timeout`].
+    #[arg(long, value_name = "D", value_parser = duration, allow_hyphen_values = true)]
+    pub(crate) on_stall_timeout: Option<Duration>,
+
     /// The command to run, and its arguments (after `--`).
     #[arg(required = true, trailing_var_arg = true, value_name = "CMD")]
     pub(crate) command: Vec<std::ffi::OsString>,

@@ -9,6 +9,7 @@ pub(crate) mod control;
 #[cfg(test)]
 mod doors;
 pub(crate) mod exec;
+pub(crate) mod hook;
 pub(crate) mod input_wait;
 pub(crate) mod inputs;
 pub(crate) mod jobs;

@@ -75,6 +75,8 @@ struct Run {
     pty: bool,
     /// R8.11: our stdout and stderr are one open file.
     shared: bool,
+    /// R8.14: what runs at a stall before the stop (src/cli/hook.rs).
+    at_verdict: super::hook::AtVerdict,
 }
 
 impl Run {
@@ -112,6 +114,13 @@ impl Run {
         // stderr with it.
         let status_line =
             io::IsTerminal::is_terminal(&io::stderr()) && args.events.as_deref() != Some("-");
+        let at_verdict = super::hook::AtVerdict::new(
+            args.on_stall.map_or(options.on_stall, |c| {
+                Some(c).filter(|c| !c.trim().is_empty())
+            }),
+            args.on_stall_timeout.unwrap_or(options.on_stall_timeout),
+            &profile,
+        );
         Ok(Run {
             profile,
             command: args.command,
@@ -126,6 +135,7 @@ impl Run {
             on_input_wait: args.on_input_wait.map_or(options.on_input_wait, Into::into),
             pty: args.pty || options.pty,
             shared: super::outputs::same_open_file(libc::STDOUT_FILENO, libc::STDERR_FILENO),
+            at_verdict,
         })
     }
 
@@ -143,6 +153,9 @@ impl Run {
                 profile: self.profile.clone(),
                 buffering: (!self.pty).then(|| seen.clone()),
             });
+        if self.at_verdict.is_active() {
+            builder = builder.at_stall(self.at_verdict);
+        }
         if let Some(events) = self.events {
             // R8.7: a failing events file is said once, out loud.
             builder = builder.sink(super::loud::LoudOnFailure::new(

@@ -293,8 +293,9 @@ fn read_bounded(path: &Path) -> Result<String, ConfigErrorKind> {
 /// assert!(dev.pty);
 /// assert_eq!(RunOptions::default().leak_timeout, Duration::from_secs(1));
 /// assert!(!RunOptions::default().pty);
+/// assert_eq!(RunOptions::default().on_stall, None);
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunOptions {
     /// How long to wait for processes that still hold the command's stdout
     /// or stderr after it exited before naming them (`leaked`); 1 s.
@@ -306,6 +307,12 @@ pub struct RunOptions {
     pub on_input_wait: OnInputWait,
     /// Give the command a pseudo-terminal as stdout and stderr; off.
     pub pty: bool,
+    /// A shell command run at each stall, before the stop, with the task's
+    /// pid, group, suspects and stall line in its environment (R8.14); none.
+    pub on_stall: Option<String>,
+    /// How long the `on-stall` command may run before its process group is
+    /// killed (R8.14); 5 s.
+    pub on_stall_timeout: std::time::Duration,
 }
 
 impl Default for RunOptions {
@@ -315,6 +322,8 @@ impl Default for RunOptions {
             on_leftover: OnLeftover::Kill,
             on_input_wait: OnInputWait::Stall,
             pty: false,
+            on_stall: None,
+            on_stall_timeout: std::time::Duration::from_secs(5),
         }
     }
 }

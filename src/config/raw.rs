@@ -27,6 +27,8 @@ const RUN_KEYS: &[&str] = &[
     "on-leftover",
     "on-input-wait",
     "pty",
+    "on-stall",
+    "on-stall-timeout",
 ];
 
 /// Every key a profile table may hold, in the order `check` prints them:
@@ -64,6 +66,8 @@ pub(crate) struct RawProfile {
     on_leftover: Option<Spanned<OnLeftover>>,
     on_input_wait: Option<Spanned<OnInputWait>>,
     pty: Option<Spanned<bool>>,
+    on_stall: Option<Spanned<String>>,
+    on_stall_timeout: Option<Spanned<Span>>,
 }
 
 /// A key of a profile table, told apart while it is read, so an unknown
@@ -107,6 +111,10 @@ impl<'de> Deserialize<'de> for RawProfile {
                         Key::Run("leak-timeout") => raw.leak_timeout = Some(map.next_value()?),
                         Key::Run("on-leftover") => raw.on_leftover = Some(map.next_value()?),
                         Key::Run("on-input-wait") => raw.on_input_wait = Some(map.next_value()?),
+                        Key::Run("on-stall") => raw.on_stall = Some(map.next_value()?),
+                        Key::Run("on-stall-timeout") => {
+                            raw.on_stall_timeout = Some(map.next_value()?)
+                        }
                         Key::Run(_) => raw.pty = Some(map.next_value()?),
                     }
                 }
@@ -215,6 +223,14 @@ impl RawProfile {
         if let Some(v) = &self.pty {
             r.pty = *v.get_ref();
         }
+        if let Some(v) = &self.on_stall {
+            // R8.14: an empty command is no command.
+            let cmd = v.get_ref().trim();
+            r.on_stall = (!cmd.is_empty()).then(|| cmd.to_owned());
+        }
+        if let Some(v) = &self.on_stall_timeout {
+            r.on_stall_timeout = v.get_ref().0;
+        }
     }
 
     /// Returns where this table sets `key` (kebab-case), if it does.
@@ -231,6 +247,8 @@ impl RawProfile {
             "on-leftover" => sp(&self.on_leftover),
             "on-input-wait" => sp(&self.on_input_wait),
             "pty" => sp(&self.pty),
+            "on-stall" => sp(&self.on_stall),
+            "on-stall-timeout" => sp(&self.on_stall_timeout),
             _ => None,
         }
     }

@@ -278,6 +278,14 @@ pub enum EventKind {
         /// Suspect children; absent when unknown.
         #[serde(skip_serializing_if = "Option::is_none")]
         children: Option<Vec<ChildInfo>>,
+        /// Each suspect's stack, taken at the verdict before the stop
+        /// (R8.14, [`crate::AtStall`]); absent when none was taken.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        stacks: Vec<crate::StallNote>,
+        /// The user's `on-stall` command's run at the verdict (R8.14);
+        /// absent when none is configured.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        on_stall: Option<Box<crate::StallNote>>,
     },
     /// Progress arrived after a stall; strikes reset (R3.3).
     Recovered {

@@ -270,12 +270,11 @@ impl Task<'_> {
     /// (R8.13, see [`crate::dispatch`]).
     fn emit_stalled(&self, out: &mut Out<'_>, e: Nanos, kind: EventKind) {
         let event = self.event(out, e, kind);
-        match self.probe() {
-            Some(probe) => out
-                .items
-                .push(Emitted::Stalled(Box::new(event), Arc::clone(probe))),
-            None => out.items.push(Item::Event(Arc::new(event)).into()),
-        }
+        out.items.push(Emitted::Stalled(
+            Box::new(event),
+            self.probe().map(Arc::clone),
+            self.pid(),
+        ));
     }
 
     fn act(&self, out: &mut Out<'_>, kind: ActionKind) {
