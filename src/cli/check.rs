@@ -135,6 +135,10 @@ fn value(p: &Profile, r: &RunOptions, key: &str) -> String {
         "pty" => r.pty.to_string(),
         "on-stall" => r.on_stall.clone().unwrap_or_else(|| "none".into()),
         "on-stall-timeout" => d(Some(r.on_stall_timeout)),
+        "restart" => r.restart.as_str().into(),
+        "restart-delay" => d(Some(r.restart_delay)),
+        "restart-max-delay" => d(Some(r.restart_max_delay)),
+        "max-restarts" => r.max_restarts.to_string(),
         key => stallwarden::OptionSpec::find(key).map_or_else(String::new, |o| o.show(p)),
     }
 }

@@ -21,6 +21,7 @@ pub(crate) mod pty;
 pub(crate) mod pumps;
 pub(crate) mod reaper;
 pub(crate) mod report;
+pub(crate) mod restart;
 pub(crate) mod run;
 pub(crate) mod signals;
 pub(crate) mod stream;

@@ -46,10 +46,17 @@ const FLUSH_BOUND: Duration = Duration::from_secs(5);
 /// must have been silent for it to be (R8.4).
 const STATUS_EVERY: Duration = Duration::from_secs(1);
 
-/// Runs `run`; returns the process exit status (R8.2).
+/// Runs `run`; returns the process exit status (R8.2). With `restart =
+/// "on-stall"`, again after each stall that stopped it (R8.15,
+/// src/cli/restart.rs).
 pub(crate) fn run(args: RunArgs) -> u8 {
+    super::restart::supervise(args, attempt)
+}
+
+/// One run of the command; returns its exit status (R8.2).
+fn attempt(args: RunArgs, attempt: super::restart::Attempt) -> u8 {
     match Run::prepare(args) {
-        Ok(run) => run.execute(),
+        Ok(run) => run.execute(attempt),
         Err(message) => {
             eprintln!("stallwarden: {message}");
             EXIT_ERROR
@@ -139,7 +146,7 @@ impl Run {
         })
     }
 
-    fn execute(self) -> u8 {
+    fn execute(self, attempt: super::restart::Attempt) -> u8 {
         let console = Arc::new(Console::new(self.status_line, self.shared));
         // R8.11: without a pty, a stall before any output hints at buffering.
         let seen = OutputSeen::default();
@@ -153,6 +160,8 @@ impl Run {
                 profile: self.profile.clone(),
                 buffering: (!self.pty).then(|| seen.clone()),
             });
+        // R8.15: why the run stopped, for the restart loop.
+        builder = builder.sink(attempt.watch.sink(&self.profile));
         if self.at_verdict.is_active() {
             builder = builder.at_stall(self.at_verdict);
         }
@@ -276,6 +285,9 @@ impl Run {
             }
         };
 
+        if let Some(r) = attempt.restarted {
+            let _ = task.restarted(r.count, r.delay, r.last_stall);
+        }
         let _notify_socket = pending_notify.and_then(|pending| {
             pending
                 .attach(task.recorder())

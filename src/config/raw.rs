@@ -14,7 +14,7 @@ use toml::Spanned;
 use watchdog_core::{OptionSpec, OptionValue, Profile, ProfileError, Setting, OPTIONS};
 
 use super::elements::{Span, StreamKey};
-use super::{ConfigError, ConfigErrorKind, Location, OnInputWait, OnLeftover, RunOptions};
+use super::{ConfigError, ConfigErrorKind, Location, OnInputWait, OnLeftover, Restart, RunOptions};
 
 /// The top-level tables a config file may hold.
 pub(crate) const TOP_KEYS: &[&str] = &["defaults", "profile"];
@@ -29,6 +29,10 @@ const RUN_KEYS: &[&str] = &[
     "pty",
     "on-stall",
     "on-stall-timeout",
+    "restart",
+    "restart-delay",
+    "restart-max-delay",
+    "max-restarts",
 ];
 
 /// Every key a profile table may hold, in the order `check` prints them:
@@ -68,6 +72,10 @@ pub(crate) struct RawProfile {
     pty: Option<Spanned<bool>>,
     on_stall: Option<Spanned<String>>,
     on_stall_timeout: Option<Spanned<Span>>,
+    restart: Option<Spanned<Restart>>,
+    restart_delay: Option<Spanned<Span>>,
+    restart_max_delay: Option<Spanned<Span>>,
+    max_restarts: Option<Spanned<u32>>,
 }
 
 /// A key of a profile table, told apart while it is read, so an unknown
@@ -115,6 +123,12 @@ impl<'de> Deserialize<'de> for RawProfile {
                         Key::Run("on-stall-timeout") => {
                             raw.on_stall_timeout = Some(map.next_value()?)
                         }
+                        Key::Run("restart") => raw.restart = Some(map.next_value()?),
+                        Key::Run("restart-delay") => raw.restart_delay = Some(map.next_value()?),
+                        Key::Run("restart-max-delay") => {
+                            raw.restart_max_delay = Some(map.next_value()?)
+                        }
+                        Key::Run("max-restarts") => raw.max_restarts = Some(map.next_value()?),
                         Key::Run(_) => raw.pty = Some(map.next_value()?),
                     }
                 }
@@ -231,6 +245,18 @@ impl RawProfile {
         if let Some(v) = &self.on_stall_timeout {
             r.on_stall_timeout = v.get_ref().0;
         }
+        if let Some(v) = &self.restart {
+            r.restart = *v.get_ref();
+        }
+        if let Some(v) = &self.restart_delay {
+            r.restart_delay = v.get_ref().0;
+        }
+        if let Some(v) = &self.restart_max_delay {
+            r.restart_max_delay = v.get_ref().0;
+        }
+        if let Some(v) = &self.max_restarts {
+            r.max_restarts = *v.get_ref();
+        }
     }
 
     /// Returns where this table sets `key` (kebab-case), if it does.
@@ -249,6 +275,10 @@ impl RawProfile {
             "pty" => sp(&self.pty),
             "on-stall" => sp(&self.on_stall),
             "on-stall-timeout" => sp(&self.on_stall_timeout),
+            "restart" => sp(&self.restart),
+            "restart-delay" => sp(&self.restart_delay),
+            "restart-max-delay" => sp(&self.restart_max_delay),
+            "max-restarts" => sp(&self.max_restarts),
             _ => None,
         }
     }

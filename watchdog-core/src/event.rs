@@ -343,6 +343,18 @@ pub enum EventKind {
         /// The processes.
         processes: Vec<ProcessName>,
     },
+    /// The runner started the work again after a stall stopped it
+    /// (R8.15): the first event after `started` of the new run.
+    Restarted {
+        /// 1 for the first restart.
+        restart: u32,
+        /// The backoff waited before this start.
+        #[serde(rename = "delay_ms", with = "ms")]
+        delay: Duration,
+        /// The stall line that stopped the previous run.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        last_stall: Option<String>,
+    },
     /// The task settled; always its last event (R3.8).
     Finished {
         /// How it ended.
@@ -373,6 +385,7 @@ impl EventKind {
             EventKind::ExtensionRefused { .. } => "extension_refused",
             EventKind::Leaked { .. } => "leaked",
             EventKind::Leftover { .. } => "leftover",
+            EventKind::Restarted { .. } => "restarted",
             EventKind::Finished { .. } => "finished",
         }
     }

@@ -71,7 +71,11 @@ pub(crate) fn rows(tasks: &[Value]) -> String {
     for t in tasks {
         table.push(vec![
             text(&t["name"]),
-            text(&t["state"]),
+            // R8.15: a restarted task says so beside its state.
+            match t.get("restarts") {
+                Some(n) => format!("{} (restart {})", text(&t["state"]), text(n)),
+                None => text(&t["state"]),
+            },
             ms(&t["elapsed_ms"]),
             phase(t),
             t.get("last_output_age_ms")
@@ -160,6 +164,13 @@ pub(crate) fn details(t: &Value) -> String {
                 ),
             );
         }
+    }
+    // R8.15: how many times the work was started again, and why.
+    if let Some(n) = t.get("restarts") {
+        field("restarts", text(n));
+    }
+    if let Some(stall) = t.get("last_stall") {
+        field("last stall", text(stall));
     }
     // R8.7, R4.2: what the task's sources turned away (malformed sd_notify
     // datagrams, refused stream events), by reason.

@@ -89,6 +89,10 @@ struct Cold {
     counters: Vec<Arc<CounterSlot>>,
     /// Inputs a source refused, by reason (a handful of static names).
     refused: Vec<(&'static str, u64)>,
+    /// How many times the runner restarted the work, and the stall that
+    /// led to the latest restart (R8.15).
+    restarts: u32,
+    last_stall: Option<String>,
 }
 
 /// A task's slow state, kept by the scheduler beside the task's cell.

@@ -136,6 +136,8 @@ impl Task<'_> {
             total_lines,
             strikes: self.strikes,
             stall_count: self.stall_count,
+            restarts: self.cold.as_deref().map_or(0, |c| c.restarts),
+            last_stall: self.cold.as_deref().and_then(|c| c.last_stall.clone()),
             budgets,
             children: if self.is_settling() {
                 None
