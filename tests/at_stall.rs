@@ -156,3 +156,169 @@ fn a_failing_on_stall_command_is_said_in_one_line() {
         ["started", "stalled", "cancelling", "finished"]
     );
 }
+
+/// Whether `tool` is on PATH; says SKIPPED (with `why`) when it is not.
+fn have(tool: &str, why: &str) -> bool {
+    let found = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(tool).is_file()));
+    if !found {
+        eprintln!("SKIPPED: {tool} is not installed ({why})");
+    }
+    found
+}
+
+/// The report line of a stack, `stallwarden: stack of NAME[PID] (TOOL): ...`.
+fn stack_line(err: &str) -> &str {
+    err.lines()
+        .find(|l| l.starts_with("stallwarden: stack of"))
+        .unwrap_or_else(|| panic!("no stack line: {err}"))
+}
+
+// R8.14: a Python program stuck in socket.recv on a loopback server that
+// never answers: the stall report names the file and line of the recv
+// call (py-spy), and the event holds the whole dump.
+#[test]
+fn a_python_stall_names_the_line_of_its_recv() {
+    if !have("py-spy", "pip install py-spy") || !have("python3", "Debian's python3") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = server.local_addr().unwrap().port();
+    let script = dir.path().join("client.py");
+    std::fs::write(
+        &script,
+        format!(
+            "import socket\n\
+             \n\
+             def wait_for_reply(sock):\n\
+             \x20   return sock.recv(1)\n\
+             \n\
+             sock = socket.create_connection(('127.0.0.1', {port}))\n\
+             print('connected', flush=True)\n\
+             wait_for_reply(sock)\n"
+        ),
+    )
+    .unwrap();
+    let (out, events) = run_with_events(
+        dir.path(),
+        &["--idle", "2s", "--", "python3", script.to_str().unwrap()],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(124), "{err}");
+    let line = stack_line(&err);
+    let want = format!("(py-spy): wait_for_reply ({}:4)", script.display());
+    assert!(line.contains(&want), "{line}");
+    let stacks = stalled(&events)["stacks"]
+        .as_array()
+        .expect("stacks")
+        .clone();
+    assert_eq!(stacks[0]["source"], "py-spy");
+    assert_eq!(stacks[0]["status"], "ok");
+    assert!(
+        stacks[0]["output"].as_str().unwrap().contains("Thread "),
+        "{}",
+        stacks[0]
+    );
+    // The stack came before the stop.
+    let at = |needle: &str| err.find(needle).unwrap();
+    assert!(at("stallwarden: stack of") < at("stopping the command"));
+    drop(server);
+}
+
+// R8.14: a C program stuck in read is named by its function (eu-stack, or
+// gdb where eu-stack is not installed), the C file compiled here.
+#[test]
+fn a_native_stall_names_its_function() {
+    if !have("cc", "a C compiler") || !(have("eu-stack", "elfutils") || have("gdb", "gdb")) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("stuck.c");
+    std::fs::write(
+        &src,
+        "#include <stdio.h>\n#include <unistd.h>\n\
+         static int wait_for_input(int fd) { char b; return (int)read(fd, &b, 1); }\n\
+         int main(void) { int p[2]; if (pipe(p)) return 1; puts(\"waiting\"); fflush(stdout);\n\
+         return wait_for_input(p[0]); }\n",
+    )
+    .unwrap();
+    let exe = dir.path().join("stuck");
+    let cc = std::process::Command::new("cc")
+        .args(["-g", "-O0", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    let (out, events) = run_with_events(dir.path(), &["--idle", "1s", "--", exe.to_str().unwrap()]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(124), "{err}");
+    let line = stack_line(&err);
+    assert!(
+        line.contains("): wait_for_input (") && line.contains("stuck.c:3)"),
+        "{line}"
+    );
+    let stacks = &stalled(&events)["stacks"];
+    assert_eq!(
+        stacks[0]["frames"][0].as_str().unwrap().split(' ').next(),
+        Some("wait_for_input")
+    );
+}
+
+// R8.14: no stack tool on PATH: the report says so in a word, and the stop
+// comes on time (no wait for a tool that is not there).
+#[test]
+fn a_missing_stack_tool_is_said_and_the_stall_is_on_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("no-tools");
+    std::fs::create_dir(&empty).unwrap();
+    let ev = dir.path().join("events.jsonl");
+    let child = stallwarden(dir.path())
+        .env("PATH", &empty)
+        .args(["run", "--idle", "1s", "--events"])
+        .arg(&ev)
+        .args(["--", "/bin/sleep", "60"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = wait_bounded(child);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(124), "{err}");
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("stallwarden: no stack of sleep[")
+                && l.ends_with("]: eu-stack and gdb not installed")),
+        "{err}"
+    );
+    let events = events(&ev);
+    let stalled = stalled(&events);
+    assert_eq!(
+        stalled["stacks"][0]["status"],
+        "eu-stack and gdb not installed"
+    );
+    // The command (which dies at the SIGTERM) ended soon after the stall:
+    // a generous bound on a real run, far below a tool's 3 s.
+    let finished = events.iter().find(|e| e["type"] == "finished").unwrap();
+    let gap = finished["elapsed_ms"].as_u64().unwrap() - stalled["elapsed_ms"].as_u64().unwrap();
+    assert!(gap < 2_500, "the command ended {gap} ms after the stall");
+}
+
+// R8.14: `--no-stacks` takes none.
+#[test]
+fn no_stacks_takes_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, events) = run_with_events(
+        dir.path(),
+        &["--idle", "1s", "--no-stacks", "--", "sleep", "60"],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(124), "{err}");
+    assert!(stalled(&events).get("stacks").is_none());
+    assert!(!err.contains("stack"), "{err}");
+}

@@ -16,6 +16,7 @@ pub mod jsonl;
 pub mod metrics;
 pub mod monitor;
 pub mod process;
+pub mod stacks;
 mod task_ref;
 pub mod token;
 pub mod trace;

@@ -197,6 +197,12 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "N")]
     pub(crate) max_restarts: Option<u32>,
 
+    /// Take no stacks at a stall (by default each suspect's stack is taken
+    /// before the stop with py-spy, eu-stack or gdb, where installed)
+    /// [default: the config's `stacks`].
+    #[arg(long)]
+    pub(crate) no_stacks: bool,
+
     /// The command to run, and its arguments (after `--`).
     #[arg(required = true, trailing_var_arg = true, value_name = "CMD")]
     pub(crate) command: Vec<std::ffi::OsString>,

@@ -139,6 +139,7 @@ fn value(p: &Profile, r: &RunOptions, key: &str) -> String {
         "restart-delay" => d(Some(r.restart_delay)),
         "restart-max-delay" => d(Some(r.restart_max_delay)),
         "max-restarts" => r.max_restarts.to_string(),
+        "stacks" => r.stacks.to_string(),
         key => stallwarden::OptionSpec::find(key).map_or_else(String::new, |o| o.show(p)),
     }
 }

@@ -126,6 +126,7 @@ impl Run {
                 Some(c).filter(|c| !c.trim().is_empty())
             }),
             args.on_stall_timeout.unwrap_or(options.on_stall_timeout),
+            options.stacks && !args.no_stacks,
             &profile,
         );
         Ok(Run {

@@ -323,6 +323,9 @@ pub struct RunOptions {
     /// How many restarts a run may take; once spent, a stall ends the run
     /// with 124 (R8.15); 3.
     pub max_restarts: u32,
+    /// Take the suspects' stacks at a stall, before the stop, where the
+    /// tools are installed (R8.14); on.
+    pub stacks: bool,
 }
 
 impl Default for RunOptions {
@@ -338,6 +341,7 @@ impl Default for RunOptions {
             restart_delay: std::time::Duration::from_secs(1),
             restart_max_delay: std::time::Duration::from_secs(60),
             max_restarts: 3,
+            stacks: true,
         }
     }
 }

@@ -33,6 +33,7 @@ const RUN_KEYS: &[&str] = &[
     "restart-delay",
     "restart-max-delay",
     "max-restarts",
+    "stacks",
 ];
 
 /// Every key a profile table may hold, in the order `check` prints them:
@@ -76,6 +77,7 @@ pub(crate) struct RawProfile {
     restart_delay: Option<Spanned<Span>>,
     restart_max_delay: Option<Spanned<Span>>,
     max_restarts: Option<Spanned<u32>>,
+    stacks: Option<Spanned<bool>>,
 }
 
 /// A key of a profile table, told apart while it is read, so an unknown
@@ -129,6 +131,7 @@ impl<'de> Deserialize<'de> for RawProfile {
                             raw.restart_max_delay = Some(map.next_value()?)
                         }
                         Key::Run("max-restarts") => raw.max_restarts = Some(map.next_value()?),
+                        Key::Run("stacks") => raw.stacks = Some(map.next_value()?),
                         Key::Run(_) => raw.pty = Some(map.next_value()?),
                     }
                 }
@@ -257,6 +260,9 @@ impl RawProfile {
         if let Some(v) = &self.max_restarts {
             r.max_restarts = *v.get_ref();
         }
+        if let Some(v) = &self.stacks {
+            r.stacks = *v.get_ref();
+        }
     }
 
     /// Returns where this table sets `key` (kebab-case), if it does.
@@ -279,6 +285,7 @@ impl RawProfile {
             "restart-delay" => sp(&self.restart_delay),
             "restart-max-delay" => sp(&self.restart_max_delay),
             "max-restarts" => sp(&self.max_restarts),
+            "stacks" => sp(&self.stacks),
             _ => None,
         }
     }
