@@ -322,3 +322,56 @@ fn no_stacks_takes_none() {
     assert!(stalled(&events).get("stacks").is_none());
     assert!(!err.contains("stack"), "{err}");
 }
+
+// R8.14: `describe` shows what was taken at the latest stall: the
+// on-stall run (and the stacks) in its text, all of it in --json.
+#[test]
+fn describe_shows_the_latest_stall_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("ctl.sock");
+    // Two strikes: the first stall reports, the second stops.
+    let child = stallwarden(dir.path())
+        .args(["run", "--idle", "2s", "--terminate-after", "2"])
+        .args(["--on-stall", "echo hi", "--socket"])
+        .arg(&socket)
+        .args(["--", "sleep", "60"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let describe = || {
+        let out = stallwarden(dir.path())
+            .args(["describe", "--json", "--socket"])
+            .arg(&socket)
+            .output()
+            .ok()?;
+        let v: Value = serde_json::from_slice(&out.stdout).ok()?;
+        v[0].get("stall_report").is_some().then_some(v)
+    };
+    let snap = common::wait::until(
+        pid,
+        common::BOUND,
+        std::time::Duration::from_millis(100),
+        describe,
+    )
+    .expect("a snapshot with the stall's report");
+    assert_eq!(snap[0]["stall_report"]["on_stall"]["output"], "hi\n");
+    assert_eq!(snap[0]["stall_report"]["on_stall"]["status"], "exit 0");
+    let text = stallwarden(dir.path())
+        .args(["describe", "--socket"])
+        .arg(&socket)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    // The run may have reached its second strike meanwhile: then the
+    // socket is gone and there is nothing to read.
+    if !text.is_empty() {
+        assert!(
+            text.contains("  on-stall       exit 0 (3 bytes of output)\n"),
+            "{text}"
+        );
+    }
+    let out = wait_bounded(child);
+    assert_eq!(out.status.code(), Some(124), "{}", stderr(&out));
+}

@@ -109,13 +109,21 @@ impl fmt::Display for StallNote {
 /// report.stacks.push(StallNote::new("eu-stack", Some(7), "not installed"));
 /// assert!(!report.is_empty());
 /// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+///
+/// A task's snapshot keeps the report of its latest stall
+/// ([`crate::TaskStatus::stall_report`]), so `describe` shows it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct StallReport {
     /// One note per suspect whose stack was taken (or could not be).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub stacks: Vec<StallNote>,
     /// The `on-stall` command's run, if one was configured.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub on_stall: Option<Box<StallNote>>,
 }
+
+/// Where the report of a task's latest stall is kept for its snapshot.
+pub(crate) type ReportSlot = std::sync::Arc<parking_lot::Mutex<Option<StallReport>>>;
 
 impl StallReport {
     /// Returns true when nothing was taken.

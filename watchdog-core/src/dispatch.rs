@@ -19,7 +19,7 @@ use std::time::Duration;
 use crate::loom::sync::{Condvar, Mutex};
 use crate::loom::thread;
 
-use crate::at_stall::AtStall;
+use crate::at_stall::{AtStall, ReportSlot, StallReport};
 use crate::builder::{spawn_checked, SpawnGate};
 use crate::error::GuardError;
 use crate::event::{Action, ChildInfo, Event, EventKind};
@@ -44,7 +44,12 @@ pub(crate) enum Emitted {
     /// probe's [`ChildProbe::verdict_children`], outside the scheduler
     /// lock (R8.13), and whose stacks and `on-stall` run the guard's
     /// [`AtStall`] steps take there too, with the task's pid (R8.14).
-    Stalled(Box<Event>, Option<Arc<dyn ChildProbe>>, Option<u32>),
+    Stalled(
+        Box<Event>,
+        Option<Arc<dyn ChildProbe>>,
+        Option<u32>,
+        ReportSlot,
+    ),
 }
 
 impl From<Item> for Emitted {
@@ -60,7 +65,7 @@ impl Emitted {
     fn resolve(self, at_stall: &[Arc<dyn AtStall>]) -> Item {
         match self {
             Emitted::Ready(item) => item,
-            Emitted::Stalled(mut event, probe, pid) => {
+            Emitted::Stalled(mut event, probe, pid, slot) => {
                 if let Some(probe) = probe {
                     // A probe is the runner's code: one that panics costs the
                     // stall its children, never the event (R6.2, R10.5).
@@ -87,6 +92,17 @@ impl Emitted {
                         if report.on_stall.is_some() {
                             *on_stall = report.on_stall;
                         }
+                    }
+                }
+                if let EventKind::Stalled {
+                    stacks, on_stall, ..
+                } = &event.kind
+                {
+                    if !at_stall.is_empty() {
+                        *slot.lock() = Some(StallReport {
+                            stacks: stacks.clone(),
+                            on_stall: on_stall.clone(),
+                        });
                     }
                 }
                 Item::Event(Arc::new(*event))

@@ -196,6 +196,10 @@ pub struct TaskStatus {
     /// there was none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_stall: Option<String>,
+    /// The stacks and `on-stall` run taken at the latest stall (R8.14);
+    /// absent when no at-stall step ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stall_report: Option<crate::StallReport>,
     /// Each configured budget with the time left.
     pub budgets: Vec<BudgetStatus>,
     /// Descendants of the attached process at the last sample; absent when

@@ -172,6 +172,34 @@ pub(crate) fn details(t: &Value) -> String {
     if let Some(stall) = t.get("last_stall") {
         field("last stall", text(stall));
     }
+    // R8.14: what was taken at the latest stall (the whole stacks are in
+    // --json and in the `stalled` event).
+    if let Some(report) = t.get("stall_report") {
+        for n in report["stacks"].as_array().into_iter().flatten() {
+            let frames: Vec<String> = n["frames"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(text)
+                .collect();
+            let what = if frames.is_empty() {
+                text(&n["status"])
+            } else {
+                frames.join(" < ")
+            };
+            field(
+                "stack",
+                format!("pid {} ({}): {what}", text(&n["pid"]), text(&n["source"])),
+            );
+        }
+        if let Some(run) = report.get("on_stall") {
+            let bytes = run["output"].as_str().map_or(0, str::len);
+            field(
+                "on-stall",
+                format!("{} ({bytes} bytes of output)", text(&run["status"])),
+            );
+        }
+    }
     // R8.7, R4.2: what the task's sources turned away (malformed sd_notify
     // datagrams, refused stream events), by reason.
     if let Some(refused) = t.get("refused").and_then(Value::as_object) {
