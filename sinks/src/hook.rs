@@ -28,6 +28,10 @@ pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(5);
 /// and dropped, and the run is marked truncated.
 pub const MAX_OUTPUT: usize = 64 * 1024;
 
+/// How long a killed run is waited for before it is left to the host's
+/// reaper.
+const REAP_AFTER_KILL: Duration = Duration::from_secs(1);
+
 /// How long the output is still read after the run ended, for a process
 /// that escaped its group and holds the pipe open.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
@@ -83,8 +87,9 @@ pub struct Bounded {
 /// Runs `command` in a process group of its own, with stdin from
 /// `/dev/null` and stdout and stderr into one pipe, for at most `timeout`:
 /// at the bound its whole group is sent SIGKILL. Keeps at most `cap` bytes
-/// of output. Never waits past `timeout` plus a short drain, even when a
-/// process that left the group holds the pipe open.
+/// of output. Never waits past `timeout` plus a second (for a killed
+/// process the kernel is slow to let go of) and a 200 ms drain of the
+/// pipe, even when a process that left the group holds the pipe open.
 ///
 /// # Examples
 ///
@@ -178,7 +183,12 @@ pub fn run_bounded(mut command: Command, timeout: Duration, cap: usize) -> Bound
         let now = Instant::now();
         if now >= deadline {
             let _ = killpg(pgid, Signal::SIGKILL);
-            let _ = child.wait();
+            // A process the kernel holds (uninterruptible I/O) may die
+            // late: collect it if it goes soon, never wait for it long.
+            let killed = Instant::now();
+            while matches!(child.try_wait(), Ok(None)) && killed.elapsed() < REAP_AFTER_KILL {
+                std::thread::sleep(Duration::from_millis(5));
+            }
             break Ended::TimedOut(timeout);
         }
         // A real process is waited for: poll finely, never past the bound.
