@@ -256,3 +256,43 @@ fn list_and_describe_show_the_restarts() {
     let out = wait_bounded(child);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
+
+// R8.15, R8.9: a signal that reaches the command while the stall stops it
+// (in its grace period) means "end", not "bring it back": no restart.
+#[test]
+fn a_signal_during_the_stop_is_not_answered_with_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    // Ignores SIGTERM, so the stop waits out the grace; SIGINT ends it.
+    let then = "trap '' TERM; while :; do sleep 0.1; done";
+    let mut cmd = stallwarden(dir.path());
+    cmd.args([
+        "run",
+        "--idle",
+        "1s",
+        "--grace",
+        "20s",
+        "--restart",
+        "on-stall",
+    ])
+    .args(["--restart-delay", "100ms", "--"])
+    .args(["sh", "-c", &worker(dir.path(), 0, then)])
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped());
+    common::with_default_signals(&mut cmd);
+    let mut child = cmd.spawn().unwrap();
+    let pid = child.id();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    for line in lines.by_ref() {
+        if line.unwrap().contains("stopping the command") {
+            break;
+        }
+    }
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    let rest: Vec<String> = lines.map(Result::unwrap).collect();
+    let out = common::wait_within(child, BOUND);
+    assert_eq!(out.status.code(), Some(124), "{rest:?}");
+    assert!(!rest.iter().any(|l| l.contains("restarting")), "{rest:?}");
+    let starts = std::fs::read_to_string(dir.path().join("starts")).unwrap();
+    assert_eq!(starts.trim(), "1");
+}

@@ -6,7 +6,8 @@
 //! with the count, the delay and the stall that stopped the run before.
 //!
 //! A signal during a backoff ends the run at once, as it would have ended
-//! the command: exit 128+N. Restarts spent: 124, as any stop. A command
+//! the command: exit 128+N. A run that a signal reached while it was being
+//! stopped is not restarted either. Restarts spent: 124, as any stop. A command
 //! that exits by itself: its own status, never restarted.
 
 use std::sync::Arc;
@@ -84,6 +85,9 @@ struct Seen {
     hung: bool,
     /// A cancel followed such a verdict.
     stopped_hung: bool,
+    /// A signal sent to stallwarden reached the command: the user wants
+    /// it to end, not to come back.
+    signalled: bool,
 }
 
 /// Watches one run's events for a stop that a restart answers: a
@@ -100,8 +104,15 @@ impl Watch {
         }
     }
 
+    /// Notes that a signal sent to stallwarden was passed to the command.
+    pub(crate) fn signalled(&self) {
+        self.0.lock().signalled = true;
+    }
+
+    /// Whether the run stopped for a stall and nobody asked it to end.
     fn stopped_hung(&self) -> bool {
-        self.0.lock().stopped_hung
+        let seen = self.0.lock();
+        seen.stopped_hung && !seen.signalled
     }
 
     fn last_stall(&self) -> Option<String> {

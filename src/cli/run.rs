@@ -412,6 +412,8 @@ impl Run {
                             late.get_or_insert(sig);
                         } else {
                             signals::forward(pid, sig);
+                            // R8.15: a run the user signalled is not restarted.
+                            attempt.watch.signalled();
                         }
                     }
                     Some(job) = jobs_rx.recv() => {
