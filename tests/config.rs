@@ -91,6 +91,40 @@ fn an_empty_file_is_the_built_in_defaults() {
 #[test]
 fn every_mistake_names_file_line_key_and_expectation() {
     let rows: &[(&str, &str, &[&str])] = &[
+        // R8.15, R8.14: the keys of issue 44.
+        (
+            "unknown restart policy",
+            "[defaults]\nrestart = \"always\"\n",
+            &[
+                "bad.toml:2:11",
+                "defaults.restart",
+                "unknown variant `always`, expected `no` or `on-stall`",
+            ],
+        ),
+        (
+            "negative max-restarts",
+            "[defaults]\nmax-restarts = -1\n",
+            &["bad.toml:2:16", "defaults.max-restarts", "integer `-1`"],
+        ),
+        (
+            "bad restart delay",
+            "[profile.worker]\nrestart-delay = \"soon\"\n",
+            &[
+                "bad.toml:2:17",
+                "profile.worker.restart-delay",
+                "expected a duration such as",
+            ],
+        ),
+        (
+            "stacks not a boolean",
+            "[defaults]\nstacks = \"yes\"\n",
+            &["bad.toml:2:10", "defaults.stacks", "expected a boolean"],
+        ),
+        (
+            "on-stall not a string",
+            "[defaults]\non-stall = 3\n",
+            &["bad.toml:2:12", "defaults.on-stall", "expected a string"],
+        ),
         (
             "unknown key",
             "[profile.ci]\nidel = \"5s\"\n",

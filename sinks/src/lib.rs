@@ -11,10 +11,12 @@
 pub mod acp;
 pub mod callback;
 pub mod channel;
+pub mod hook;
 pub mod jsonl;
 pub mod metrics;
 pub mod monitor;
 pub mod process;
+pub mod stacks;
 mod task_ref;
 pub mod token;
 pub mod trace;

@@ -37,6 +37,8 @@ pub const STALLS: &str = "stallwarden_stalls_total";
 pub const CANCELS: &str = "stallwarden_cancels_total";
 /// Counter: kills dispatched after the grace period (`profile`).
 pub const KILLS: &str = "stallwarden_kills_total";
+/// Counter: restarts of stopped work after a stall (`profile`, R8.15).
+pub const RESTARTS: &str = "stallwarden_restarts_total";
 /// Counter: outbound heartbeats emitted (`profile`, R3.7).
 pub const HEARTBEATS: &str = "stallwarden_heartbeats_total";
 /// Gauge: live tasks (`state`: `working`, `stalled` or `cancelling`).
@@ -75,7 +77,8 @@ type Classifier = dyn Fn(&str) -> SharedString + Send + Sync;
 /// A sink that turns events into `metrics` counters, gauges and histograms
 /// with bounded labels (R6.8).
 ///
-/// Counters: [`STALLS`], [`CANCELS`], [`KILLS`], [`HEARTBEATS`]. Gauges:
+/// Counters: [`STALLS`], [`CANCELS`], [`KILLS`], [`HEARTBEATS`],
+/// [`RESTARTS`] (each `restarted` event). Gauges:
 /// [`TASKS`] by state, moved on `started`, `stalled`, `recovered`,
 /// `cancelling` and `finished`, so it is current without polling; and the
 /// Unix-time stamps [`LAST_PROGRESS`] (from `heartbeat` events — now minus
@@ -240,6 +243,11 @@ impl MetricsSink {
             "Kills dispatched after the grace period"
         );
         describe_counter!(HEARTBEATS, Unit::Count, "Outbound heartbeats emitted");
+        describe_counter!(
+            RESTARTS,
+            Unit::Count,
+            "Restarts of work a stall had stopped"
+        );
         describe_gauge!(TASKS, Unit::Count, "Live tasks by state");
         describe_histogram!(
             STALL_SILENCE,
@@ -399,6 +407,9 @@ impl Sink for MetricsSink {
             }
             EventKind::Killed { .. } => {
                 counter!(KILLS, "profile" => profile).increment(1);
+            }
+            EventKind::Restarted { .. } => {
+                counter!(RESTARTS, "profile" => profile).increment(1);
             }
             EventKind::Finished { outcome, .. } => {
                 histogram!(TASK_DURATION, "profile" => profile, "outcome" => outcome_name(*outcome))

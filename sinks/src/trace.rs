@@ -252,7 +252,10 @@ impl TracingSink {
                 silent,
                 last_step,
                 children,
+                stacks,
+                on_stall,
             } => {
+                let first_frame = stacks.iter().find_map(|s| s.frames.first());
                 tracing::warn!(
                     target: TARGET,
                     task,
@@ -266,6 +269,8 @@ impl TracingSink {
                     last_step = last_step.as_deref(),
                     children = children.as_ref().map(Vec::len),
                     suspects = children.as_deref().map(describe_children).as_deref(),
+                    frame = first_frame.map(String::as_str),
+                    on_stall = on_stall.as_ref().map(|n| n.status.as_str()),
                     "task stalled"
                 );
             }

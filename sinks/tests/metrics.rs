@@ -10,8 +10,8 @@ use metrics::{SharedString, Unit};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use metrics_util::CompositeKey;
 use stallwarden_sinks::metrics::{
-    MetricsSink, CANCELS, HEARTBEATS, KILLS, LAST_CALL, LAST_PROGRESS, STALLS, STALL_SILENCE,
-    TASKS, TASK_DURATION,
+    MetricsSink, CANCELS, HEARTBEATS, KILLS, LAST_CALL, LAST_PROGRESS, RESTARTS, STALLS,
+    STALL_SILENCE, TASKS, TASK_DURATION,
 };
 use watchdog_core::{CallOutcome, Guard, ManualClock, Outcome, Profile, SignalKind};
 
@@ -115,6 +115,24 @@ fn escalation_counts_stalls_cancels_and_kills() {
     // Nothing observed progress for `build`: no stamp, not 0; `flaky`
     // recovered nothing either (its output came before its stalls).
     assert_eq!(gauge(&snap, LAST_CALL, &[p]), None);
+}
+
+// R8.15: each `restarted` event is one restart; none before the first.
+#[test]
+fn restarts_are_counted_per_restarted_event() {
+    let snap = record(|g, _| {
+        let profile = Profile::default().idle(5 * SECOND).heartbeat_interval(None);
+        let t = g.start("worker", profile.clone()).unwrap();
+        g.advance(5 * SECOND);
+        t.finish(Outcome::Cancelled, None, Some(15)).unwrap();
+        for n in 1..=2 {
+            let t = g.start("worker", profile.clone()).unwrap();
+            t.restarted(n, SECOND * n, Some("idle budget 5s exceeded".into()))
+                .unwrap();
+            t.finish_completed();
+        }
+    });
+    assert_eq!(counter(&snap, RESTARTS, &[("profile", "default")]), 2);
 }
 
 // R3.7 / R4.1: heartbeats are counted; the progress gauge is set from a

@@ -75,7 +75,7 @@ defaults. Exit status: 0 when valid, 125 otherwise.")]
 }
 
 /// Options of `stallwarden run`.
-#[derive(Debug, Args)]
+#[derive(Clone, Debug, Args)]
 pub(crate) struct RunArgs {
     /// Config file [default: ./stallwarden.toml if present, else built-in defaults].
     #[arg(short, long, value_name = "FILE")]
@@ -163,6 +163,46 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     pub(crate) pty: bool,
 
+    /// A shell command run through /bin/sh -c at each stall, before the
+    /// stop, with STALLWARDEN_PID, STALLWARDEN_PGID, STALLWARDEN_SUSPECTS
+    /// and STALLWARDEN_STALL in its environment; its output goes into the
+    /// `stalled` event, how it ended onto stderr; "" for none [default: the
+    /// config's `on-stall`].
+    #[arg(long, value_name = "CMD")]
+    pub(crate) on_stall: Option<String>,
+
+    /// How long the --on-stall command may run before its process group
+    /// is killed [default: 5s, or the config's `on-stall-timeout`].
+    #[arg(long, value_name = "D", value_parser = duration, allow_hyphen_values = true)]
+    pub(crate) on_stall_timeout: Option<Duration>,
+
+    /// Start the command again after a stall (or lost liveness) stopped
+    /// it: "on-stall" or "no"; each restart is a `restarted` event, with
+    /// fresh budgets and strikes [default: no, or the config's `restart`].
+    #[arg(long, value_name = "WHEN")]
+    pub(crate) restart: Option<RestartFlag>,
+
+    /// The backoff before the first restart; it doubles before each next
+    /// one [default: 1s, or the config's `restart-delay`].
+    #[arg(long, value_name = "D", value_parser = duration, allow_hyphen_values = true)]
+    pub(crate) restart_delay: Option<Duration>,
+
+    /// The longest backoff between restarts [default: 1m, or the config's
+    /// `restart-max-delay`].
+    #[arg(long, value_name = "D", value_parser = duration, allow_hyphen_values = true)]
+    pub(crate) restart_max_delay: Option<Duration>,
+
+    /// How many restarts the run may take; once spent, a stall ends the
+    /// run with 124 [default: 3, or the config's `max-restarts`].
+    #[arg(long, value_name = "N")]
+    pub(crate) max_restarts: Option<u32>,
+
+    /// Take no stacks at a stall (by default each suspect's stack is taken
+    /// before the stop with py-spy, eu-stack or gdb, where installed)
+    /// [default: the config's `stacks`].
+    #[arg(long)]
+    pub(crate) no_stacks: bool,
+
     /// The command to run, and its arguments (after `--`).
     #[arg(required = true, trailing_var_arg = true, value_name = "CMD")]
     pub(crate) command: Vec<std::ffi::OsString>,
@@ -183,6 +223,24 @@ impl From<OnLeftover> for stallwarden::config::OnLeftover {
         match o {
             OnLeftover::Kill => stallwarden::config::OnLeftover::Kill,
             OnLeftover::Keep => stallwarden::config::OnLeftover::Keep,
+        }
+    }
+}
+
+/// Whether `run` restarts a command a stall stopped (R8.15).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum RestartFlag {
+    /// Start it again after a backoff.
+    OnStall,
+    /// Leave it stopped.
+    No,
+}
+
+impl From<RestartFlag> for stallwarden::config::Restart {
+    fn from(r: RestartFlag) -> Self {
+        match r {
+            RestartFlag::OnStall => stallwarden::config::Restart::OnStall,
+            RestartFlag::No => stallwarden::config::Restart::No,
         }
     }
 }

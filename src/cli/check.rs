@@ -133,6 +133,13 @@ fn value(p: &Profile, r: &RunOptions, key: &str) -> String {
         "on-leftover" => r.on_leftover.as_str().into(),
         "on-input-wait" => r.on_input_wait.as_str().into(),
         "pty" => r.pty.to_string(),
+        "on-stall" => r.on_stall.clone().unwrap_or_else(|| "none".into()),
+        "on-stall-timeout" => d(Some(r.on_stall_timeout)),
+        "restart" => r.restart.as_str().into(),
+        "restart-delay" => d(Some(r.restart_delay)),
+        "restart-max-delay" => d(Some(r.restart_max_delay)),
+        "max-restarts" => r.max_restarts.to_string(),
+        "stacks" => r.stacks.to_string(),
         key => stallwarden::OptionSpec::find(key).map_or_else(String::new, |o| o.show(p)),
     }
 }

@@ -9,6 +9,7 @@ pub(crate) mod control;
 #[cfg(test)]
 mod doors;
 pub(crate) mod exec;
+pub(crate) mod hook;
 pub(crate) mod input_wait;
 pub(crate) mod inputs;
 pub(crate) mod jobs;
@@ -20,6 +21,7 @@ pub(crate) mod pty;
 pub(crate) mod pumps;
 pub(crate) mod reaper;
 pub(crate) mod report;
+pub(crate) mod restart;
 pub(crate) mod run;
 pub(crate) mod signals;
 pub(crate) mod stream;

@@ -172,6 +172,9 @@ pub(crate) fn our_tree(except: Option<u32>) -> Vec<Proc> {
         .unwrap_or_else(|| descendants_in(&table(), me))
         .into_iter()
         .filter(|p| Some(p.pid) != except)
+        // R8.14: a hook or stack taker running at a stall is ours, bounded
+        // on its own, not something the command left.
+        .filter(|p| !stallwarden::sinks::hook::is_helper(p.pid))
         .collect()
 }
 
@@ -184,7 +187,7 @@ pub(crate) fn reap_orphans(except: Option<u32>) {
         None => table().into_iter().filter(|p| p.ppid == me).collect(),
     };
     for p in ours {
-        if p.zombie && Some(p.pid) != except {
+        if p.zombie && Some(p.pid) != except && !stallwarden::sinks::hook::is_helper(p.pid) {
             let _ = waitpid(Pid::from_raw(p.pid as i32), Some(WaitPidFlag::WNOHANG));
         }
     }

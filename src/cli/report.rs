@@ -65,6 +65,10 @@ impl Sink for VerdictLines {
             }
             self.console.line(&line);
         }
+        // R8.14: how the on-stall command ended, after the stall line.
+        for line in super::hook::report_lines(&event.kind) {
+            self.console.line(&line);
+        }
         Ok(())
     }
 
@@ -366,6 +370,8 @@ mod tests {
             silent: Duration::from_secs(3),
             last_step: None,
             children: Some(vec![grep, busy]),
+            stacks: Vec::new(),
+            on_stall: None,
         };
         let profile = Profile::default().idle(Duration::from_secs(3));
         assert_eq!(
@@ -383,6 +389,8 @@ mod tests {
             silent: Duration::from_secs(2),
             last_step: last_step.map(str::to_owned),
             children: None,
+            stacks: Vec::new(),
+            on_stall: None,
         }
     }
 

@@ -46,10 +46,17 @@ const FLUSH_BOUND: Duration = Duration::from_secs(5);
 /// must have been silent for it to be (R8.4).
 const STATUS_EVERY: Duration = Duration::from_secs(1);
 
-/// Runs `run`; returns the process exit status (R8.2).
+/// Runs `run`; returns the process exit status (R8.2). With `restart =
+/// "on-stall"`, again after each stall that stopped it (R8.15,
+/// src/cli/restart.rs).
 pub(crate) fn run(args: RunArgs) -> u8 {
+    super::restart::supervise(args, attempt)
+}
+
+/// One run of the command; returns its exit status (R8.2).
+fn attempt(args: RunArgs, attempt: super::restart::Attempt) -> u8 {
     match Run::prepare(args) {
-        Ok(run) => run.execute(),
+        Ok(run) => run.execute(attempt),
         Err(message) => {
             eprintln!("stallwarden: {message}");
             EXIT_ERROR
@@ -75,6 +82,8 @@ struct Run {
     pty: bool,
     /// R8.11: our stdout and stderr are one open file.
     shared: bool,
+    /// R8.14: what runs at a stall before the stop (src/cli/hook.rs).
+    at_verdict: super::hook::AtVerdict,
 }
 
 impl Run {
@@ -112,6 +121,14 @@ impl Run {
         // stderr with it.
         let status_line =
             io::IsTerminal::is_terminal(&io::stderr()) && args.events.as_deref() != Some("-");
+        let at_verdict = super::hook::AtVerdict::new(
+            args.on_stall.map_or(options.on_stall, |c| {
+                Some(c).filter(|c| !c.trim().is_empty())
+            }),
+            args.on_stall_timeout.unwrap_or(options.on_stall_timeout),
+            options.stacks && !args.no_stacks,
+            &profile,
+        );
         Ok(Run {
             profile,
             command: args.command,
@@ -126,10 +143,11 @@ impl Run {
             on_input_wait: args.on_input_wait.map_or(options.on_input_wait, Into::into),
             pty: args.pty || options.pty,
             shared: super::outputs::same_open_file(libc::STDOUT_FILENO, libc::STDERR_FILENO),
+            at_verdict,
         })
     }
 
-    fn execute(self) -> u8 {
+    fn execute(self, attempt: super::restart::Attempt) -> u8 {
         let console = Arc::new(Console::new(self.status_line, self.shared));
         // R8.11: without a pty, a stall before any output hints at buffering.
         let seen = OutputSeen::default();
@@ -143,6 +161,11 @@ impl Run {
                 profile: self.profile.clone(),
                 buffering: (!self.pty).then(|| seen.clone()),
             });
+        // R8.15: why the run stopped, for the restart loop.
+        builder = builder.sink(attempt.watch.sink(&self.profile));
+        if self.at_verdict.is_active() {
+            builder = builder.at_stall(self.at_verdict);
+        }
         if let Some(events) = self.events {
             // R8.7: a failing events file is said once, out loud.
             builder = builder.sink(super::loud::LoudOnFailure::new(
@@ -263,6 +286,9 @@ impl Run {
             }
         };
 
+        if let Some(r) = attempt.restarted {
+            let _ = task.restarted(r.count, r.delay, r.last_stall);
+        }
         let _notify_socket = pending_notify.and_then(|pending| {
             pending
                 .attach(task.recorder())
@@ -386,6 +412,8 @@ impl Run {
                             late.get_or_insert(sig);
                         } else {
                             signals::forward(pid, sig);
+                            // R8.15: a run the user signalled is not restarted.
+                            attempt.watch.signalled();
                         }
                     }
                     Some(job) = jobs_rx.recv() => {

@@ -293,8 +293,9 @@ fn read_bounded(path: &Path) -> Result<String, ConfigErrorKind> {
 /// assert!(dev.pty);
 /// assert_eq!(RunOptions::default().leak_timeout, Duration::from_secs(1));
 /// assert!(!RunOptions::default().pty);
+/// assert_eq!(RunOptions::default().on_stall, None);
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunOptions {
     /// How long to wait for processes that still hold the command's stdout
     /// or stderr after it exited before naming them (`leaked`); 1 s.
@@ -306,6 +307,25 @@ pub struct RunOptions {
     pub on_input_wait: OnInputWait,
     /// Give the command a pseudo-terminal as stdout and stderr; off.
     pub pty: bool,
+    /// A shell command run at each stall, before the stop, with the task's
+    /// pid, group, suspects and stall line in its environment (R8.14); none.
+    pub on_stall: Option<String>,
+    /// How long the `on-stall` command may run before its process group is
+    /// killed (R8.14); 5 s.
+    pub on_stall_timeout: std::time::Duration,
+    /// Whether a command a stall stopped is started again (R8.15); `no`.
+    pub restart: Restart,
+    /// The backoff before the first restart, doubled before each next one
+    /// (R8.15); 1 s.
+    pub restart_delay: std::time::Duration,
+    /// The longest backoff (R8.15); 1 min.
+    pub restart_max_delay: std::time::Duration,
+    /// How many restarts a run may take; once spent, a stall ends the run
+    /// with 124 (R8.15); 3.
+    pub max_restarts: u32,
+    /// Take the suspects' stacks at a stall, before the stop, where the
+    /// tools are installed (R8.14); on.
+    pub stacks: bool,
 }
 
 impl Default for RunOptions {
@@ -315,6 +335,13 @@ impl Default for RunOptions {
             on_leftover: OnLeftover::Kill,
             on_input_wait: OnInputWait::Stall,
             pty: false,
+            on_stall: None,
+            on_stall_timeout: std::time::Duration::from_secs(5),
+            restart: Restart::No,
+            restart_delay: std::time::Duration::from_secs(1),
+            restart_max_delay: std::time::Duration::from_secs(60),
+            max_restarts: 3,
+            stacks: true,
         }
     }
 }
@@ -349,6 +376,42 @@ impl OnInputWait {
         match self {
             OnInputWait::Stall => "stall",
             OnInputWait::Pause => "pause",
+        }
+    }
+}
+
+/// Whether `run` starts a command again after a stall stopped it (R8.15):
+/// `no` (the default) or `on-stall`.
+///
+/// # Examples
+///
+/// ```
+/// use stallwarden::config::{Config, Restart};
+/// assert_eq!(Restart::default(), Restart::No);
+/// let text = "[defaults]\nrestart = \"on-stall\"\nrestart-delay = \"2s\"\nmax-restarts = 5\n";
+/// let options = Config::from_str(text, "x.toml").unwrap().run_options(None).unwrap();
+/// assert_eq!(options.restart, Restart::OnStall);
+/// assert_eq!(options.restart_delay, std::time::Duration::from_secs(2));
+/// assert_eq!(options.max_restarts, 5);
+/// assert_eq!(Restart::OnStall.as_str(), "on-stall");
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Restart {
+    /// A stopped command stays stopped (the default).
+    #[default]
+    No,
+    /// A command a stall (or lost liveness) stopped is started again after
+    /// a backoff.
+    OnStall,
+}
+
+impl Restart {
+    /// Returns the value as written in a config (`no`, `on-stall`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Restart::No => "no",
+            Restart::OnStall => "on-stall",
         }
     }
 }

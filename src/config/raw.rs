@@ -14,7 +14,7 @@ use toml::Spanned;
 use watchdog_core::{OptionSpec, OptionValue, Profile, ProfileError, Setting, OPTIONS};
 
 use super::elements::{Span, StreamKey};
-use super::{ConfigError, ConfigErrorKind, Location, OnInputWait, OnLeftover, RunOptions};
+use super::{ConfigError, ConfigErrorKind, Location, OnInputWait, OnLeftover, Restart, RunOptions};
 
 /// The top-level tables a config file may hold.
 pub(crate) const TOP_KEYS: &[&str] = &["defaults", "profile"];
@@ -27,6 +27,13 @@ const RUN_KEYS: &[&str] = &[
     "on-leftover",
     "on-input-wait",
     "pty",
+    "on-stall",
+    "on-stall-timeout",
+    "restart",
+    "restart-delay",
+    "restart-max-delay",
+    "max-restarts",
+    "stacks",
 ];
 
 /// Every key a profile table may hold, in the order `check` prints them:
@@ -64,6 +71,13 @@ pub(crate) struct RawProfile {
     on_leftover: Option<Spanned<OnLeftover>>,
     on_input_wait: Option<Spanned<OnInputWait>>,
     pty: Option<Spanned<bool>>,
+    on_stall: Option<Spanned<String>>,
+    on_stall_timeout: Option<Spanned<Span>>,
+    restart: Option<Spanned<Restart>>,
+    restart_delay: Option<Spanned<Span>>,
+    restart_max_delay: Option<Spanned<Span>>,
+    max_restarts: Option<Spanned<u32>>,
+    stacks: Option<Spanned<bool>>,
 }
 
 /// A key of a profile table, told apart while it is read, so an unknown
@@ -107,6 +121,17 @@ impl<'de> Deserialize<'de> for RawProfile {
                         Key::Run("leak-timeout") => raw.leak_timeout = Some(map.next_value()?),
                         Key::Run("on-leftover") => raw.on_leftover = Some(map.next_value()?),
                         Key::Run("on-input-wait") => raw.on_input_wait = Some(map.next_value()?),
+                        Key::Run("on-stall") => raw.on_stall = Some(map.next_value()?),
+                        Key::Run("on-stall-timeout") => {
+                            raw.on_stall_timeout = Some(map.next_value()?)
+                        }
+                        Key::Run("restart") => raw.restart = Some(map.next_value()?),
+                        Key::Run("restart-delay") => raw.restart_delay = Some(map.next_value()?),
+                        Key::Run("restart-max-delay") => {
+                            raw.restart_max_delay = Some(map.next_value()?)
+                        }
+                        Key::Run("max-restarts") => raw.max_restarts = Some(map.next_value()?),
+                        Key::Run("stacks") => raw.stacks = Some(map.next_value()?),
                         Key::Run(_) => raw.pty = Some(map.next_value()?),
                     }
                 }
@@ -215,6 +240,29 @@ impl RawProfile {
         if let Some(v) = &self.pty {
             r.pty = *v.get_ref();
         }
+        if let Some(v) = &self.on_stall {
+            // R8.14: an empty command is no command.
+            let cmd = v.get_ref().trim();
+            r.on_stall = (!cmd.is_empty()).then(|| cmd.to_owned());
+        }
+        if let Some(v) = &self.on_stall_timeout {
+            r.on_stall_timeout = v.get_ref().0;
+        }
+        if let Some(v) = &self.restart {
+            r.restart = *v.get_ref();
+        }
+        if let Some(v) = &self.restart_delay {
+            r.restart_delay = v.get_ref().0;
+        }
+        if let Some(v) = &self.restart_max_delay {
+            r.restart_max_delay = v.get_ref().0;
+        }
+        if let Some(v) = &self.max_restarts {
+            r.max_restarts = *v.get_ref();
+        }
+        if let Some(v) = &self.stacks {
+            r.stacks = *v.get_ref();
+        }
     }
 
     /// Returns where this table sets `key` (kebab-case), if it does.
@@ -231,6 +279,13 @@ impl RawProfile {
             "on-leftover" => sp(&self.on_leftover),
             "on-input-wait" => sp(&self.on_input_wait),
             "pty" => sp(&self.pty),
+            "on-stall" => sp(&self.on_stall),
+            "on-stall-timeout" => sp(&self.on_stall_timeout),
+            "restart" => sp(&self.restart),
+            "restart-delay" => sp(&self.restart_delay),
+            "restart-max-delay" => sp(&self.restart_max_delay),
+            "max-restarts" => sp(&self.max_restarts),
+            "stacks" => sp(&self.stacks),
             _ => None,
         }
     }

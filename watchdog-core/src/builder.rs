@@ -8,6 +8,7 @@ use std::fmt;
 use std::io;
 use std::sync::Arc;
 
+use crate::at_stall::AtStall;
 use crate::clock::{Clock, LaggingClock, ManualClock, MonotonicClock};
 use crate::dispatch::Dispatcher;
 use crate::error::GuardError;
@@ -53,6 +54,7 @@ pub struct GuardBuilder {
     manual: Option<ManualClock>,
     fast_clock: Option<MonotonicClock>,
     sinks: Vec<Arc<dyn Sink>>,
+    at_stall: Vec<Arc<dyn AtStall>>,
     gate: Option<SpawnGate>,
 }
 
@@ -74,6 +76,7 @@ impl GuardBuilder {
             fast_clock: Some(clock),
             manual: None,
             sinks: Vec::new(),
+            at_stall: Vec::new(),
             gate: None,
         }
     }
@@ -98,6 +101,16 @@ impl GuardBuilder {
     /// Adds a sink. Sinks are called in the order added.
     pub fn sink(mut self, sink: impl Sink) -> Self {
         self.sinks.push(Arc::new(sink));
+        self
+    }
+
+    /// Adds a step taken at each stall verdict before its `stalled` event
+    /// reaches any sink, and so before the stop (R8.14): its stacks and
+    /// `on-stall` run go into the event. Steps run in the order added, on
+    /// the thread that delivers events; each must bound its own time. See
+    /// [`AtStall`] for an example.
+    pub fn at_stall(mut self, step: impl AtStall) -> Self {
+        self.at_stall.push(Arc::new(step));
         self
     }
 
@@ -139,7 +152,8 @@ impl GuardBuilder {
     /// }
     /// ```
     pub fn try_build(self) -> Result<Guard, GuardError> {
-        let dispatch = Dispatcher::new(self.sinks, self.gate)?;
+        let mut dispatch = Dispatcher::new(self.sinks, self.gate)?;
+        dispatch.at_stall = self.at_stall;
         Inner::start(
             self.clock,
             self.fast_clock,

@@ -19,6 +19,7 @@ use std::time::Duration;
 use crate::loom::sync::{Condvar, Mutex};
 use crate::loom::thread;
 
+use crate::at_stall::{AtStall, ReportSlot, StallReport};
 use crate::builder::{spawn_checked, SpawnGate};
 use crate::error::GuardError;
 use crate::event::{Action, ChildInfo, Event, EventKind};
@@ -41,8 +42,14 @@ pub(crate) enum Emitted {
     Ready(Item),
     /// A `stalled` event whose `children` the drainer fills in from the
     /// probe's [`ChildProbe::verdict_children`], outside the scheduler
-    /// lock (R8.13).
-    Stalled(Box<Event>, Arc<dyn ChildProbe>),
+    /// lock (R8.13), and whose stacks and `on-stall` run the guard's
+    /// [`AtStall`] steps take there too, with the task's pid (R8.14).
+    Stalled(
+        Box<Event>,
+        Option<Arc<dyn ChildProbe>>,
+        Option<u32>,
+        ReportSlot,
+    ),
 }
 
 impl From<Item> for Emitted {
@@ -53,20 +60,50 @@ impl From<Item> for Emitted {
 
 impl Emitted {
     /// The item the sinks get: a pending stall takes its look at the tree
-    /// now, on the draining thread, with no scheduler lock held.
-    fn resolve(self) -> Item {
+    /// now, on the draining thread, with no scheduler lock held, then the
+    /// `at_stall` steps in order (R8.14).
+    fn resolve(self, at_stall: &[Arc<dyn AtStall>]) -> Item {
         match self {
             Emitted::Ready(item) => item,
-            Emitted::Stalled(mut event, probe) => {
-                // A probe is the runner's code: one that panics costs the
-                // stall its children, never the event (R6.2, R10.5).
-                let look = catch_unwind(AssertUnwindSafe(|| probe.verdict_children()));
-                let look = look.unwrap_or_else(|_| {
-                    tracing::error!(task = %event.name, "child probe panicked: the stall names no children");
-                    None
-                });
-                if let EventKind::Stalled { children, .. } = &mut event.kind {
-                    *children = look.map(ChildInfo::suspects);
+            Emitted::Stalled(mut event, probe, pid, slot) => {
+                if let Some(probe) = probe {
+                    // A probe is the runner's code: one that panics costs the
+                    // stall its children, never the event (R6.2, R10.5).
+                    let look = catch_unwind(AssertUnwindSafe(|| probe.verdict_children()));
+                    let look = look.unwrap_or_else(|_| {
+                        tracing::error!(task = %event.name, "child probe panicked: the stall names no children");
+                        None
+                    });
+                    if let EventKind::Stalled { children, .. } = &mut event.kind {
+                        *children = look.map(ChildInfo::suspects);
+                    }
+                }
+                for step in at_stall {
+                    let report = catch_unwind(AssertUnwindSafe(|| step.at_stall(&event, pid)));
+                    let Ok(report) = report else {
+                        tracing::error!(task = %event.name, step = ?step, "at-stall step panicked: the stall has no report from it");
+                        continue;
+                    };
+                    if let EventKind::Stalled {
+                        stacks, on_stall, ..
+                    } = &mut event.kind
+                    {
+                        stacks.extend(report.stacks);
+                        if report.on_stall.is_some() {
+                            *on_stall = report.on_stall;
+                        }
+                    }
+                }
+                if let EventKind::Stalled {
+                    stacks, on_stall, ..
+                } = &event.kind
+                {
+                    if !at_stall.is_empty() {
+                        *slot.lock() = Some(StallReport {
+                            stacks: stacks.clone(),
+                            on_stall: on_stall.clone(),
+                        });
+                    }
                 }
                 Item::Event(Arc::new(*event))
             }
@@ -85,6 +122,8 @@ pub(crate) struct Dispatcher {
     draining: Mutex<()>,
     inline: Vec<Arc<dyn Sink>>,
     isolated: Vec<Arc<SinkQueue>>,
+    /// Steps taken at each stall before its event leaves (R8.14).
+    pub(crate) at_stall: Vec<Arc<dyn AtStall>>,
 }
 
 struct SinkQueue {
@@ -117,6 +156,7 @@ impl Dispatcher {
             draining: Mutex::new(()),
             inline: Vec::new(),
             isolated: Vec::new(),
+            at_stall: Vec::new(),
         };
         for sink in sinks {
             match sink.delivery() {
@@ -145,7 +185,7 @@ impl Dispatcher {
             loop {
                 let next = self.outbox.lock().pop_front();
                 match next {
-                    Some(item) => self.deliver(&item.resolve()),
+                    Some(item) => self.deliver(&item.resolve(&self.at_stall)),
                     None => break,
                 }
             }
@@ -192,7 +232,7 @@ impl Dispatcher {
                 loop {
                     let next = self.outbox.lock().pop_front();
                     match next {
-                        Some(item) => self.deliver(&item.resolve()),
+                        Some(item) => self.deliver(&item.resolve(&self.at_stall)),
                         None => break,
                     }
                 }

@@ -278,6 +278,14 @@ pub enum EventKind {
         /// Suspect children; absent when unknown.
         #[serde(skip_serializing_if = "Option::is_none")]
         children: Option<Vec<ChildInfo>>,
+        /// Each suspect's stack, taken at the verdict before the stop
+        /// (R8.14, [`crate::AtStall`]); absent when none was taken.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        stacks: Vec<crate::StallNote>,
+        /// The user's `on-stall` command's run at the verdict (R8.14);
+        /// absent when none is configured.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        on_stall: Option<Box<crate::StallNote>>,
     },
     /// Progress arrived after a stall; strikes reset (R3.3).
     Recovered {
@@ -335,6 +343,18 @@ pub enum EventKind {
         /// The processes.
         processes: Vec<ProcessName>,
     },
+    /// The runner started the work again after a stall stopped it
+    /// (R8.15): the first event after `started` of the new run.
+    Restarted {
+        /// 1 for the first restart.
+        restart: u32,
+        /// The backoff waited before this start.
+        #[serde(rename = "delay_ms", with = "ms")]
+        delay: Duration,
+        /// The stall line that stopped the previous run.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        last_stall: Option<String>,
+    },
     /// The task settled; always its last event (R3.8).
     Finished {
         /// How it ended.
@@ -365,6 +385,7 @@ impl EventKind {
             EventKind::ExtensionRefused { .. } => "extension_refused",
             EventKind::Leaked { .. } => "leaked",
             EventKind::Leftover { .. } => "leftover",
+            EventKind::Restarted { .. } => "restarted",
             EventKind::Finished { .. } => "finished",
         }
     }

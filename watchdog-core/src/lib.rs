@@ -40,6 +40,7 @@
     rust_2018_idioms
 )]
 
+mod at_stall;
 mod builder;
 mod calls;
 mod cell;
@@ -65,6 +66,7 @@ mod task;
 mod timers;
 mod value;
 
+pub use at_stall::{AtStall, StallNote, StallReport};
 pub use builder::GuardBuilder;
 pub use calls::{CallProblem, MAX_CALLS_IN_FLIGHT, MAX_CALL_ID};
 pub use clock::{Clock, LaggingClock, ManualClock, MonotonicClock, Nanos};

@@ -188,6 +188,18 @@ pub struct TaskStatus {
     pub strikes: u32,
     /// Stalls over the task's life.
     pub stall_count: u32,
+    /// How many times the runner restarted the work after a stall
+    /// (R8.15); absent when it never did.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub restarts: u32,
+    /// The stall line that led to the latest restart (R8.15); absent when
+    /// there was none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_stall: Option<String>,
+    /// The stacks and `on-stall` run taken at the latest stall (R8.14);
+    /// absent when no at-stall step ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stall_report: Option<crate::StallReport>,
     /// Each configured budget with the time left.
     pub budgets: Vec<BudgetStatus>,
     /// Descendants of the attached process at the last sample; absent when
@@ -210,6 +222,10 @@ impl TaskStatus {
     pub fn last_of(&self, kind: SignalKind) -> Option<Stamp> {
         self.last_signal.get(kind.as_str()).copied()
     }
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 fn rfc3339<S: serde::Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {

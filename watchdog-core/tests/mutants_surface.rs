@@ -810,6 +810,8 @@ fn event_types_and_critical_set() {
                 silent: secs(1),
                 last_step: None,
                 children: None,
+                stacks: Vec::new(),
+                on_stall: None,
             },
             "stalled",
             true,
@@ -866,6 +868,8 @@ fn event_serializes_to_its_json_line() {
             silent: Duration::from_micros(1_999_999),
             last_step: None,
             children: None,
+            stacks: Vec::new(),
+            on_stall: None,
         },
     };
     assert_eq!(

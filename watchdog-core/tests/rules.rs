@@ -431,10 +431,14 @@ fn stalled_event_names_budget_strike_silence_step_and_suspects() {
         silent,
         last_step,
         children,
+        stacks,
+        on_stall,
     } = &e.kind
     else {
         panic!("expected stalled, got {e:?}");
     };
+    // R8.14: nothing is taken at a stall unless an at-stall step is set.
+    assert!(stacks.is_empty() && on_stall.is_none());
     assert_eq!(*budget, Budget::Execution);
     assert_eq!((*strike, *terminate_after), (1, 2));
     assert_eq!(*silent, secs(5));

@@ -71,7 +71,11 @@ pub(crate) fn rows(tasks: &[Value]) -> String {
     for t in tasks {
         table.push(vec![
             text(&t["name"]),
-            text(&t["state"]),
+            // R8.15: a restarted task says so beside its state.
+            match t.get("restarts") {
+                Some(n) => format!("{} (restart {})", text(&t["state"]), text(n)),
+                None => text(&t["state"]),
+            },
             ms(&t["elapsed_ms"]),
             phase(t),
             t.get("last_output_age_ms")
@@ -158,6 +162,41 @@ pub(crate) fn details(t: &Value) -> String {
                     ms(&b["remaining_ms"]),
                     ms(&b["limit_ms"])
                 ),
+            );
+        }
+    }
+    // R8.15: how many times the work was started again, and why.
+    if let Some(n) = t.get("restarts") {
+        field("restarts", text(n));
+    }
+    if let Some(stall) = t.get("last_stall") {
+        field("last stall", text(stall));
+    }
+    // R8.14: what was taken at the latest stall (the whole stacks are in
+    // --json and in the `stalled` event).
+    if let Some(report) = t.get("stall_report") {
+        for n in report["stacks"].as_array().into_iter().flatten() {
+            let frames: Vec<String> = n["frames"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(text)
+                .collect();
+            let what = if frames.is_empty() {
+                text(&n["status"])
+            } else {
+                frames.join(" < ")
+            };
+            field(
+                "stack",
+                format!("pid {} ({}): {what}", text(&n["pid"]), text(&n["source"])),
+            );
+        }
+        if let Some(run) = report.get("on_stall") {
+            let bytes = run["output"].as_str().map_or(0, str::len);
+            field(
+                "on-stall",
+                format!("{} ({bytes} bytes of output)", text(&run["status"])),
             );
         }
     }

@@ -4,6 +4,7 @@
 use std::fmt;
 use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use crate::error::GuardError;
 use crate::event::{EventKind, LeftoverAction, Outcome, ProcessName};
@@ -119,6 +120,36 @@ impl TaskHandle {
         self.recorder.slow(|t, now, out| {
             t.report_processes(now, EventKind::Leftover { action, processes }, out)
         })
+    }
+
+    /// Emits `restarted`: the runner started the work of this task again
+    /// after a stall stopped it (R8.15), the `restart`-th time, after a
+    /// backoff of `delay`; `last_stall` is the stall that stopped the run
+    /// before. Call right after the new task's start; its snapshot shows
+    /// the count and the stall.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use watchdog_core::{Guard, ManualClock, Profile, RecordingSink};
+    /// let rec = RecordingSink::new();
+    /// let guard = Guard::builder().clock(ManualClock::new()).sink(rec.clone()).build();
+    /// let task = guard.start("worker", Profile::default()).unwrap();
+    /// task.restarted(2, Duration::from_secs(2), Some("idle budget 5s exceeded".into())).unwrap();
+    /// let status = task.status().unwrap();
+    /// assert_eq!((status.restarts, status.last_stall.as_deref()), (2, Some("idle budget 5s exceeded")));
+    /// task.finish_completed();
+    /// assert_eq!(rec.types_for("worker"), ["started", "restarted", "finished"]);
+    /// ```
+    pub fn restarted(
+        &self,
+        restart: u32,
+        delay: Duration,
+        last_stall: Option<String>,
+    ) -> Result<(), GuardError> {
+        self.recorder
+            .slow(|t, now, out| t.restarted(now, restart, delay, last_stall, out))
     }
 
     /// Settles the task as completed.

@@ -89,6 +89,12 @@ struct Cold {
     counters: Vec<Arc<CounterSlot>>,
     /// Inputs a source refused, by reason (a handful of static names).
     refused: Vec<(&'static str, u64)>,
+    /// How many times the runner restarted the work, and the stall that
+    /// led to the latest restart (R8.15).
+    restarts: u32,
+    last_stall: Option<String>,
+    /// What the guard's at-stall steps took at the latest stall (R8.14).
+    report: Option<crate::at_stall::ReportSlot>,
 }
 
 /// A task's slow state, kept by the scheduler beside the task's cell.
@@ -268,14 +274,15 @@ impl Task<'_> {
     /// Emits a `stalled` event; with a probe attached, its children are
     /// left for the fresh look the drainer takes outside the scheduler lock
     /// (R8.13, see [`crate::dispatch`]).
-    fn emit_stalled(&self, out: &mut Out<'_>, e: Nanos, kind: EventKind) {
+    fn emit_stalled(&mut self, out: &mut Out<'_>, e: Nanos, kind: EventKind) {
         let event = self.event(out, e, kind);
-        match self.probe() {
-            Some(probe) => out
-                .items
-                .push(Emitted::Stalled(Box::new(event), Arc::clone(probe))),
-            None => out.items.push(Item::Event(Arc::new(event)).into()),
-        }
+        let slot = Arc::clone(self.cold_mut().report.get_or_insert_with(Default::default));
+        out.items.push(Emitted::Stalled(
+            Box::new(event),
+            self.probe().map(Arc::clone),
+            self.pid(),
+            slot,
+        ));
     }
 
     fn act(&self, out: &mut Out<'_>, kind: ActionKind) {

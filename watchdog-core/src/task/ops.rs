@@ -50,6 +50,34 @@ impl Task<'_> {
 
     /// R8.5, R8.6: names processes the runner found after the command
     /// ended (`leaked` or `leftover`); refused once the task finished.
+    /// Records that the runner restarted the work after a stall (R8.15):
+    /// a `restarted` event, and the count and stall for the snapshot.
+    pub(crate) fn restarted(
+        &mut self,
+        e: Nanos,
+        restart: u32,
+        delay: Duration,
+        last_stall: Option<String>,
+        out: &mut Out<'_>,
+    ) -> Result<(), GuardError> {
+        if self.life == Life::Finished {
+            return Err(self.finished_error());
+        }
+        let cold = self.cold_mut();
+        cold.restarts = restart;
+        cold.last_stall.clone_from(&last_stall);
+        self.emit(
+            out,
+            e,
+            EventKind::Restarted {
+                restart,
+                delay,
+                last_stall,
+            },
+        );
+        Ok(())
+    }
+
     pub(crate) fn report_processes(
         &mut self,
         e: Nanos,

@@ -136,6 +136,13 @@ impl Task<'_> {
             total_lines,
             strikes: self.strikes,
             stall_count: self.stall_count,
+            restarts: self.cold.as_deref().map_or(0, |c| c.restarts),
+            last_stall: self.cold.as_deref().and_then(|c| c.last_stall.clone()),
+            stall_report: self
+                .cold
+                .as_deref()
+                .and_then(|c| c.report.as_ref())
+                .and_then(|r| r.lock().clone()),
             budgets,
             children: if self.is_settling() {
                 None

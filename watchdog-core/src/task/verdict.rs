@@ -198,6 +198,8 @@ impl Task<'_> {
                 silent,
                 last_step: self.last_step(),
                 children: None,
+                stacks: Vec::new(),
+                on_stall: None,
             },
         );
         if terminate_after != 0 && strike >= terminate_after {
