@@ -44,8 +44,11 @@ impl ArgumentStream {
     /// already-parsed dict); returns "renewed", "tracked" or "ignored", and
     /// raises ValueError with the reason of a refusal.
     fn feed(&self, data: &Bound<'_, PyAny>) -> PyResult<&'static str> {
+        // to_cow, not to_str: the abi3-py39 wheel (R11.2) cannot borrow a
+        // str's UTF-8 before 3.10's limited API.
         let step = if let Ok(s) = data.cast::<PyString>() {
-            self.inner.lock().feed(s.to_str()?)
+            let text = s.to_cow()?;
+            self.inner.lock().feed(&text)
         } else if let Ok(b) = data.extract::<&[u8]>() {
             self.inner.lock().feed_bytes(b)
         } else {
@@ -57,7 +60,8 @@ impl ArgumentStream {
                         repr(data)
                     ))
                 })?;
-            self.inner.lock().feed(json.extract::<&str>()?)
+            let text = json.extract::<String>()?;
+            self.inner.lock().feed(&text)
         };
         match step {
             Ok(Step::Renewed) => Ok("renewed"),

@@ -27,7 +27,7 @@ fn option_value(v: &Bound<'_, PyAny>) -> PyResult<OptionValue> {
     } else if v.is_instance_of::<PyFloat>() {
         OptionValue::Float(v.extract()?)
     } else if let Ok(s) = v.cast::<PyString>() {
-        OptionValue::Text(s.to_str()?.to_owned())
+        OptionValue::Text(s.to_cow()?.into_owned())
     } else if let Ok(list) = v.cast::<PyList>() {
         OptionValue::List(
             list.iter()
@@ -111,7 +111,7 @@ pub(crate) fn duration_or_off(key: &str, v: &Bound<'_, PyAny>) -> PyResult<Optio
         return Err(bad());
     }
     let limit = if let Ok(s) = v.cast::<PyString>() {
-        s.to_str()?.parse::<Limit>().map_err(because)?
+        s.to_cow()?.parse::<Limit>().map_err(because)?
     } else if let Ok(ms) = v.extract::<f64>() {
         Limit::from_millis(ms).map_err(because)?
     } else if v.hasattr("total_seconds")? {
