@@ -252,6 +252,7 @@ impl TracingSink {
                 silent,
                 last_step,
                 children,
+                ..
             } => {
                 tracing::warn!(
                     target: TARGET,

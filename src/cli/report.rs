@@ -366,6 +366,7 @@ mod tests {
             silent: Duration::from_secs(3),
             last_step: None,
             children: Some(vec![grep, busy]),
+            repeating: None,
         };
         let profile = Profile::default().idle(Duration::from_secs(3));
         assert_eq!(
@@ -383,6 +384,7 @@ mod tests {
             silent: Duration::from_secs(2),
             last_step: last_step.map(str::to_owned),
             children: None,
+            repeating: None,
         }
     }
 

@@ -278,6 +278,10 @@ pub enum EventKind {
         /// Suspect children; absent when unknown.
         #[serde(skip_serializing_if = "Option::is_none")]
         children: Option<Vec<ChildInfo>>,
+        /// What only repeated itself during the silence (R5.12); absent
+        /// when nothing did.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        repeating: Option<crate::repeat::Repeating>,
     },
     /// Progress arrived after a stall; strikes reset (R3.3).
     Recovered {

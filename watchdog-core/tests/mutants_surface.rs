@@ -721,6 +721,7 @@ fn signal_kinds_round_trip_through_their_names() {
         "cpu",
         "net",
         "custom",
+        "repeat",
     ];
     for (i, (kind, name)) in SignalKind::ALL.into_iter().zip(names).enumerate() {
         assert_eq!(kind.as_str(), name);
@@ -733,7 +734,7 @@ fn signal_kinds_round_trip_through_their_names() {
     let err = "stdout".parse::<SignalKind>().unwrap_err();
     assert_eq!(
         err.to_string(),
-        "unknown signal kind `stdout`, expected one of argument-delta, output, tool-call, progress, heartbeat, cpu, net, custom"
+        "unknown signal kind `stdout`, expected one of argument-delta, output, tool-call, progress, heartbeat, cpu, net, custom, repeat"
     );
 }
 
@@ -810,6 +811,7 @@ fn event_types_and_critical_set() {
                 silent: secs(1),
                 last_step: None,
                 children: None,
+                repeating: None,
             },
             "stalled",
             true,
@@ -866,6 +868,7 @@ fn event_serializes_to_its_json_line() {
             silent: Duration::from_micros(1_999_999),
             last_step: None,
             children: None,
+            repeating: None,
         },
     };
     assert_eq!(
@@ -1064,7 +1067,7 @@ fn an_unknown_signal_kind_is_named_with_the_known_ones() {
     assert_eq!(
         err.to_string(),
         "renewed-by: unknown signal kind `telepathy`, expected one of argument-delta, \
-         output, tool-call, progress, heartbeat, cpu, net, custom"
+         output, tool-call, progress, heartbeat, cpu, net, custom, repeat"
     );
 }
 

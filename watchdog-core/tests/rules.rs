@@ -431,6 +431,7 @@ fn stalled_event_names_budget_strike_silence_step_and_suspects() {
         silent,
         last_step,
         children,
+        ..
     } = &e.kind
     else {
         panic!("expected stalled, got {e:?}");

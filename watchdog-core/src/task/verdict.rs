@@ -198,6 +198,7 @@ impl Task<'_> {
                 silent,
                 last_step: self.last_step(),
                 children: None,
+                repeating: self.repeating(from, e),
             },
         );
         if terminate_after != 0 && strike >= terminate_after {
