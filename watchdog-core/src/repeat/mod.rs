@@ -119,6 +119,8 @@ struct Window {
     next: usize,
     /// The last hit: a flood of one line looks here first.
     last_hit: usize,
+    /// Where the last fingerprint judged is, hit or new.
+    last: usize,
 }
 
 impl Window {
@@ -130,6 +132,7 @@ impl Window {
             len: 0,
             next: 0,
             last_hit: 0,
+            last: 0,
         }
     }
 
@@ -146,9 +149,11 @@ impl Window {
         if let Some(i) = self.find(fp) {
             self.seen[i] = self.seen[i].saturating_add(1);
             self.last_hit = i;
+            self.last = i;
             return Some(i);
         }
         let i = self.next;
+        self.last = i;
         self.fps[i] = fp;
         self.seen[i] = 1;
         self.first[i] = now.as_nanos();
@@ -220,6 +225,19 @@ impl Judge {
                 true
             }
         }
+    }
+
+    /// A line byte for byte the one judged just before it: a repeat of the
+    /// fingerprint judged last, without reading it again (a flood of one
+    /// line costs a comparison per line).
+    fn line_again(&mut self, line: &[u8], now: Nanos) {
+        let i = self.lines.last;
+        self.lines.seen[i] = self.lines.seen[i].saturating_add(1);
+        self.lines.last_hit = i;
+        let (fp, seen, first) = (self.lines.fps[i], self.lines.seen[i], self.lines.first[i]);
+        self.note(RepeatSource::Output, fp, seen, first, now, || {
+            shown(&String::from_utf8_lossy(line))
+        });
     }
 
     /// A line not yet ended: true when what it holds so far is a line in
@@ -405,6 +423,8 @@ impl LineJudge {
         let mut start = 0;
         let now = self.repeats.recorder.now();
         let mut judge = None;
+        // The last line this read ended whole, when it is in the window.
+        let mut prev: Option<&[u8]> = None;
         for pos in memchr::memchr2_iter(b'\n', b'\r', data) {
             let is_nl = data[pos] == b'\n';
             newlines += u64::from(is_nl);
@@ -418,8 +438,16 @@ impl LineJudge {
             ended = true;
             let judge = judge.get_or_insert_with(|| self.repeats.judge.lock());
             let new = if self.partial.is_empty() && !self.cut {
-                !judge.line(&piece[..piece.len().min(MAX_LINE)], now)
+                let line = &piece[..piece.len().min(MAX_LINE)];
+                if prev == Some(line) {
+                    judge.line_again(line, now);
+                    false
+                } else {
+                    prev = Some(line);
+                    !judge.line(line, now)
+                }
             } else {
+                prev = None;
                 push_bounded(&mut self.partial, &mut self.cut, piece);
                 let new = !judge.line(&self.partial, now);
                 self.partial.clear();
