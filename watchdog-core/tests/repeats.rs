@@ -134,8 +134,8 @@ proptest! {
         prop_assert_ne!(fingerprint(a.as_bytes()), fingerprint(b.as_bytes()));
     }
 
-    // Any bytes: no panic, and a line judged whole or in pieces is judged
-    // the same.
+    // Any bytes: no panic, every newline counted, and a read of a few
+    // lines judged the same whole or in pieces.
     #[test]
     fn any_bytes_are_judged_the_same_in_one_read_or_in_pieces(
         data in proptest::collection::vec(any::<u8>(), 0..600), cut in 0usize..600,
@@ -148,14 +148,16 @@ proptest! {
         let mut data = data;
         data.push(b'\n');
         let w = whole.feed(&data);
-        pieces.feed(&data[..cut]);
-        let p = pieces.feed(&data[cut..]);
-        prop_assert_eq!(w.newlines, data.iter().filter(|&&b| b == b'\n').count() as u64);
-        // The second feed of the pieces ends the same last line.
-        let again_w = whole.feed(&data);
-        let again_p = pieces.feed(&data);
-        prop_assert_eq!(again_w.kind, again_p.kind);
-        let _ = p;
+        let p1 = pieces.feed(&data[..cut]);
+        let p2 = pieces.feed(&data[cut..]);
+        let nl = data.iter().filter(|&&b| b == b'\n').count() as u64;
+        prop_assert_eq!(w.newlines, nl);
+        prop_assert_eq!(p1.newlines + p2.newlines, nl);
+        let ends = data.iter().filter(|&&b| b == b'\n' || b == b'\r').count();
+        if ends <= 16 {
+            // Every line was judged either way: the window holds the same.
+            prop_assert_eq!(whole.feed(&data).kind, pieces.feed(&data).kind);
+        }
     }
 }
 
@@ -266,6 +268,7 @@ fn an_endless_line_is_cut_and_counts_as_output() {
 // Block-buffered output cuts lines anywhere; a loop is still a loop.
 #[test]
 fn a_loop_written_in_blocks_that_cut_its_lines_still_repeats() {
+    // (Each block is one read; the first is output, its lines new.)
     let (_g, task, _) = setup(Profile::default());
     let mut lines = task.recorder().repeats().lines();
     let text: String = (0..400)
@@ -399,4 +402,43 @@ fn repeat_without_output_in_renewed_by_is_refused_with_its_reason() {
     let mut p = Profile::default();
     p.set("renewed-by", vec!["output", "repeat"]).unwrap();
     assert!(p.renewed_by.contains(SignalKind::Repeat));
+}
+
+// A flood of one line, blank lines included, is judged at the speed of a
+// comparison and every line counted.
+#[test]
+fn a_flood_of_one_line_is_all_repeats_and_every_line_is_counted() {
+    let (_g, task, _) = setup(Profile::default());
+    let mut lines = task.recorder().repeats().lines();
+    let yes = b"y\n".repeat(32 * 1024);
+    let first = lines.feed(&yes);
+    assert_eq!(
+        (first.kind, first.newlines),
+        (SignalKind::Output, 32 * 1024)
+    );
+    let again = lines.feed(&yes);
+    assert_eq!(
+        (again.kind, again.newlines),
+        (SignalKind::Repeat, 32 * 1024)
+    );
+    let r = task.recorder().repeats().repeating().unwrap();
+    assert_eq!((r.shown.as_str(), r.count), ("y", 64 * 1024));
+    let blank = vec![b'\n'; 64 * 1024];
+    assert_eq!(lines.feed(&blank).newlines, 64 * 1024);
+    let v = lines.feed(&blank);
+    assert_eq!((v.kind, v.newlines), (SignalKind::Repeat, 64 * 1024));
+}
+
+// A flood of new lines: the read is output, every newline counted, and the
+// line not yet ended carried to the next read.
+#[test]
+fn a_flood_of_new_lines_is_output_and_its_last_line_carries_over() {
+    let (_g, task, _) = setup(Profile::default());
+    let mut lines = task.recorder().repeats().lines();
+    let text: String = (0..5000).map(|i| format!("row {i} done\n")).collect();
+    let v = lines.feed(format!("{text}row 5000 do").as_bytes());
+    assert_eq!((v.kind, v.newlines), (SignalKind::Output, 5000));
+    // The carried head and its end make `row 5000 done`, a new line.
+    assert_eq!(lines.feed(b"ne\n").kind, SignalKind::Output);
+    assert_eq!(lines.feed(b"row 5000 done\n").kind, SignalKind::Repeat);
 }

@@ -40,6 +40,10 @@ pub const WINDOW: usize = 64;
 /// bytes past the cut count as output (a line not yet ended).
 pub const MAX_LINE: usize = 4096;
 
+/// Lines of one read still judged after its first new line (see
+/// [`LineJudge::feed`]).
+const LEARN_AFTER_NEW: usize = 16;
+
 /// The most characters of a repeated line or call shown to a user.
 pub const MAX_SHOWN: usize = 120;
 
@@ -230,9 +234,9 @@ impl Judge {
     /// A line byte for byte the one judged just before it: a repeat of the
     /// fingerprint judged last, without reading it again (a flood of one
     /// line costs a comparison per line).
-    fn line_again(&mut self, line: &[u8], now: Nanos) {
+    fn line_again(&mut self, line: &[u8], now: Nanos, times: u32) {
         let i = self.lines.last;
-        self.lines.seen[i] = self.lines.seen[i].saturating_add(1);
+        self.lines.seen[i] = self.lines.seen[i].saturating_add(times);
         self.lines.last_hit = i;
         let (fp, seen, first) = (self.lines.fps[i], self.lines.seen[i], self.lines.first[i]);
         self.note(RepeatSource::Output, fp, seen, first, now, || {
@@ -393,7 +397,9 @@ pub struct Verdict {
 /// (pytest's dots, a line written in pieces); it is `repeat` when every
 /// line it ends repeats one in the window, or it ends none and the line so
 /// far is one in the window (a spinner's frame before its `\r`). A `\r\n`
-/// ends one line.
+/// ends one line. Once a read is known to be output, at most 16 more of its
+/// lines are judged (so the window learns a loop's body); the rest are
+/// only counted.
 pub struct LineJudge {
     repeats: Repeats,
     /// The line not yet ended, at most [`MAX_LINE`] bytes.
@@ -420,12 +426,24 @@ impl LineJudge {
         let mut newlines = 0u64;
         let mut ended = false;
         let mut any_new = false;
+        // Lines still judged after the first new one, so the window learns
+        // a loop's body in a read or two; past them the read's verdict is
+        // known and the rest is only counted (a flood of new lines costs
+        // a few fingerprints per read, not one per line).
+        let mut learn = LEARN_AFTER_NEW;
         let mut start = 0;
         let now = self.repeats.recorder.now();
         let mut judge = None;
         // The last line this read ended whole, when it is in the window.
         let mut prev: Option<&[u8]> = None;
-        for pos in memchr::memchr2_iter(b'\n', b'\r', data) {
+        while let Some(off) = memchr::memchr2(b'\n', b'\r', &data[start..]) {
+            if any_new {
+                if learn == 0 {
+                    break;
+                }
+                learn -= 1;
+            }
+            let pos = start + off;
             let is_nl = data[pos] == b'\n';
             newlines += u64::from(is_nl);
             let piece = &data[start..pos];
@@ -439,13 +457,25 @@ impl LineJudge {
             let judge = judge.get_or_insert_with(|| self.repeats.judge.lock());
             let new = if self.partial.is_empty() && !self.cut {
                 let line = &piece[..piece.len().min(MAX_LINE)];
-                if prev == Some(line) {
-                    judge.line_again(line, now);
+                let new = if prev == Some(line) {
+                    judge.line_again(line, now, 1);
                     false
                 } else {
                     prev = Some(line);
                     !judge.line(line, now)
+                };
+                // The same line again and again, byte for byte: counted
+                // as repeats at the speed of a comparison.
+                if is_nl && line.len() == piece.len() {
+                    let period = piece.len() + 1;
+                    let run = common_prefix(&data[start..], &data[start - period..]) / period;
+                    if run > 0 {
+                        judge.line_again(line, now, run as u32);
+                        newlines += run as u64;
+                        start += run * period;
+                    }
                 }
+                new
             } else {
                 prev = None;
                 push_bounded(&mut self.partial, &mut self.cut, piece);
@@ -455,6 +485,18 @@ impl LineJudge {
                 new
             };
             any_new |= new;
+        }
+        if any_new && start < data.len() {
+            // The rest of a read already known to be output: counted, and
+            // its last line end found, never judged.
+            let rest = &data[start..];
+            newlines += memchr::memchr_iter(b'\n', rest).count() as u64;
+            if let Some(last) = memchr::memrchr2(b'\n', b'\r', rest) {
+                self.partial.clear();
+                self.cut = false;
+                self.after_cr = rest[last] == b'\r';
+                start += last + 1;
+            }
         }
         let rest = &data[start..];
         if !rest.is_empty() {
@@ -484,6 +526,20 @@ impl LineJudge {
     pub fn repeats(&self) -> &Repeats {
         &self.repeats
     }
+}
+
+/// How long `a` and `b` agree from their first byte.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 256;
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + BLOCK <= n && a[i..i + BLOCK] == b[i..i + BLOCK] {
+        i += BLOCK;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
 }
 
 fn push_bounded(partial: &mut Vec<u8>, cut: &mut bool, bytes: &[u8]) {
