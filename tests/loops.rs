@@ -271,3 +271,108 @@ fn with_two_strikes_the_first_is_a_stalled_event_and_the_second_the_stop() {
     assert!(err.contains("(strike 2 of 2)"), "{err}");
     let _ = BOUND;
 }
+
+/// The recorded Claude Code shapes of `bash_session.jsonl` (see
+/// sources/tests/fixtures/agent/SOURCES.md): its init line, then for each
+/// `(input, result)` its `tool_use` and `tool_result` lines with the ids a
+/// real session gives each call, then its `result` line.
+fn claude_session(calls: &[(String, String)]) -> String {
+    let fixture = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("sources/tests/fixtures/agent/claude-code/bash_session.jsonl"),
+    )
+    .unwrap();
+    let lines: Vec<&str> = fixture.lines().collect();
+    let (init, tool_use, tool_result, result) = (lines[0], lines[2], lines[3], lines[4]);
+    let mut out = format!("{init}\n");
+    for (i, (input, res)) in calls.iter().enumerate() {
+        let id = format!("toolu_{i:04}");
+        out += &tool_use
+            .replace("toolu_1", &id)
+            .replace("msg_2", &format!("msg_{}", 2 * i + 2))
+            .replace("ls -la", input);
+        out.push('\n');
+        out += &tool_result
+            .replace("toolu_1", &id)
+            .replace("msg_3", &format!("msg_{}", 2 * i + 3))
+            .replace(r"total 2\nREADME.md\nsrc\n", res);
+        out.push('\n');
+    }
+    out + result + "\n"
+}
+
+/// Runs `session` through `stallwarden run --stream claude-code`, one line
+/// every 0.15 s, with `idle = 1s`.
+fn run_session(dir: &Path, session: &str) -> Output {
+    std::fs::write(dir.join("session.jsonl"), session).unwrap();
+    std::fs::write(
+        dir.join("stallwarden.toml"),
+        "[defaults]\nstartup = \"30s\"\nidle = \"1s\"\n",
+    )
+    .unwrap();
+    run(
+        dir,
+        &[
+            "run",
+            "--stream",
+            "claude-code",
+            "--events",
+            "events.jsonl",
+            "--",
+            "sh",
+            "-c",
+            "while IFS= read -r l; do printf '%s\\n' \"$l\"; sleep 0.15; done < session.jsonl",
+        ],
+    )
+}
+
+// qwen-code#5234's shape in a real recorded stream: the agent asks for the
+// same call and gets the same result; every raw line differs in its ids.
+#[test]
+fn an_agent_repeating_one_call_with_the_same_result_exits_124_naming_the_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let calls: Vec<_> = (0..40)
+        .map(|_| ("cat config.yaml".to_owned(), r"port: 8080\n".to_owned()))
+        .collect();
+    let out = run_session(dir.path(), &claude_session(&calls));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(124), "{err}");
+    assert!(
+        err.contains("exceeded: Bash(cat config.yaml) returned the same result"),
+        "{err}"
+    );
+    let r = repeating(dir.path());
+    assert_eq!(r["source"], "tool-call", "{r}");
+}
+
+// Its busy twins: reading many files, and re-running one test command
+// whose result improves, run to their end.
+#[test]
+fn an_agent_reading_many_files_runs_to_its_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let calls: Vec<_> = (0..15)
+        .map(|i| {
+            (
+                format!("cat src/module_{i}.rs"),
+                format!(r"pub mod m{i};\n"),
+            )
+        })
+        .collect();
+    let out = run_session(dir.path(), &claude_session(&calls));
+    assert_runs_to_its_end(&out);
+}
+
+#[test]
+fn an_agent_rerunning_one_test_command_with_improving_results_runs_to_its_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let calls: Vec<_> = (0..15)
+        .map(|i| {
+            (
+                "pytest -q".to_owned(),
+                format!(r"{} failed, {} passed in 0.{i}2s\n", 15 - i, 10 + i),
+            )
+        })
+        .collect();
+    let out = run_session(dir.path(), &claude_session(&calls));
+    assert_runs_to_its_end(&out);
+}

@@ -154,6 +154,8 @@ struct Counter {
     output: OutputCounter,
     /// This stream's lines, judged against the task's window (R5.12).
     lines_judge: LineJudge,
+    /// Count only: another source signals what these bytes mean.
+    silent: bool,
     tail: Option<Tail>,
     bytes: u64,
     lines: u64,
@@ -165,12 +167,19 @@ impl Counter {
         if data.is_empty() {
             return;
         }
-        let verdict = self.lines_judge.feed(data);
-        let lines = verdict.newlines;
-        self.bytes = self.bytes.saturating_add(data.len() as u64);
-        self.lines = self.lines.saturating_add(lines);
-        self.output
-            .record_as(data.len() as u64, lines, verdict.kind);
+        if self.silent {
+            let lines = memchr::memchr_iter(b'\n', data).count() as u64;
+            self.bytes = self.bytes.saturating_add(data.len() as u64);
+            self.lines = self.lines.saturating_add(lines);
+            self.output.count(data.len() as u64, lines);
+        } else {
+            let verdict = self.lines_judge.feed(data);
+            let lines = verdict.newlines;
+            self.bytes = self.bytes.saturating_add(data.len() as u64);
+            self.lines = self.lines.saturating_add(lines);
+            self.output
+                .record_as(data.len() as u64, lines, verdict.kind);
+        }
         if let Some(tail) = &self.tail {
             tail.push(data);
         }
@@ -194,6 +203,17 @@ macro_rules! reader_accessors {
         #[must_use]
         pub fn with_tail(mut self, tail: Tail) -> Self {
             self.counter.tail = Some(tail);
+            self
+        }
+
+        /// Counts bytes and lines but signals nothing: for a stream whose
+        /// meaning another source judges and signals, as an
+        /// [`crate::agent::AgentStream`] does for an agent CLI's JSON lines
+        /// (R5.12: what the agent says and calls, not raw lines whose ids
+        /// always differ).
+        #[must_use]
+        pub fn counting_only(mut self) -> Self {
+            self.counter.silent = true;
             self
         }
 
@@ -267,6 +287,7 @@ impl<R: io::Read> CountingReader<R> {
             counter: Counter {
                 output: recorder.output_counter(),
                 lines_judge: recorder.repeats().lines(),
+                silent: false,
                 tail: None,
                 bytes: 0,
                 lines: 0,
@@ -324,6 +345,7 @@ impl<R: AsyncRead + Unpin> AsyncCountingReader<R> {
             counter: Counter {
                 output: recorder.output_counter(),
                 lines_judge: recorder.repeats().lines(),
+                silent: false,
                 tail: None,
                 bytes: 0,
                 lines: 0,

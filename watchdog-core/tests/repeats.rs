@@ -442,3 +442,109 @@ fn a_flood_of_new_lines_is_output_and_its_last_line_carries_over() {
     assert_eq!(lines.feed(b"ne\n").kind, SignalKind::Output);
     assert_eq!(lines.feed(b"row 5000 done\n").kind, SignalKind::Repeat);
 }
+
+/// Runs a call to its end with its input and result, then a second.
+fn call(task: &TaskHandle, guard: &Guard, id: &str, name: &str, input: &str, result: &str) {
+    task.tool_started_with(id, name, input.as_bytes()).unwrap();
+    guard.advance(Duration::from_secs(1));
+    task.tool_finished_with(id, watchdog_core::CallOutcome::Success, result.as_bytes())
+        .unwrap();
+    guard.advance(Duration::from_secs(1));
+}
+
+fn stalls(sink: &RecordingSink, task: &TaskHandle) -> Vec<watchdog_core::Event> {
+    sink.events_of(task.id())
+        .into_iter()
+        .filter(|e| e.kind.type_name() == "stalled")
+        .collect()
+}
+
+// qwen-code#5234, goose#9758: one call with the same input and the same
+// result, again and again, renews nothing after the first.
+#[test]
+fn the_same_call_with_the_same_result_stalls_and_says_so() {
+    let (guard, task, sink) = setup(Profile::default().idle(Duration::from_secs(10)));
+    for i in 0..8 {
+        call(
+            &task,
+            &guard,
+            &format!("c{i}"),
+            "Bash(cat config.yaml)",
+            r#"{"command":"cat config.yaml"}"#,
+            "port: 8080\n",
+        );
+    }
+    let stalled = stalls(&sink, &task);
+    assert_eq!(stalled.len(), 1, "{stalled:?}");
+    // The first call's finish at 1 s was the last renewal.
+    assert_eq!(stalled[0].elapsed, Duration::from_secs(11));
+    let EventKind::Stalled { repeating, .. } = &stalled[0].kind else {
+        unreachable!()
+    };
+    let r = repeating.as_ref().unwrap();
+    assert_eq!(r.source, RepeatSource::ToolCall);
+    assert!(
+        r.to_string()
+            .starts_with("Bash(cat config.yaml) returned the same result"),
+        "{r}"
+    );
+}
+
+// OpenHands' A/B alternation: two calls that undo each other in turn.
+#[test]
+fn two_calls_alternating_with_the_same_results_stall() {
+    let (guard, task, sink) = setup(Profile::default().idle(Duration::from_secs(10)));
+    for i in 0..6 {
+        call(
+            &task,
+            &guard,
+            &format!("a{i}"),
+            "Edit",
+            r#"{"old":"x","new":"y"}"#,
+            "ok",
+        );
+        call(
+            &task,
+            &guard,
+            &format!("b{i}"),
+            "Edit",
+            r#"{"old":"y","new":"x"}"#,
+            "ok",
+        );
+    }
+    assert_eq!(stalls(&sink, &task).len(), 1);
+}
+
+// Busy twins: reading many files, and re-running one test command whose
+// result improves, are progress however alike the calls look.
+#[test]
+fn many_files_read_or_one_test_command_with_improving_results_never_stall() {
+    let (guard, task, sink) = setup(Profile::default().idle(Duration::from_secs(10)));
+    for i in 0..30 {
+        let input = format!(r#"{{"file_path":"src/module_{i}.rs"}}"#);
+        call(
+            &task,
+            &guard,
+            &format!("r{i}"),
+            "Read",
+            &input,
+            &format!("mod m{i};"),
+        );
+    }
+    for i in 0..10 {
+        let result = format!("{} passed, {} failed in 0.{i}3s", 10 + i, 10 - i);
+        call(
+            &task,
+            &guard,
+            &format!("t{i}"),
+            "Bash(cargo test)",
+            r#"{"command":"cargo test"}"#,
+            &result,
+        );
+    }
+    assert!(
+        stalls(&sink, &task).is_empty(),
+        "{:?}",
+        stalls(&sink, &task)
+    );
+}

@@ -71,6 +71,19 @@ impl OutputCounter {
         self.recorder.signal(kind);
     }
 
+    /// Counts output without signalling anything: for bytes whose meaning
+    /// another source judges and signals (an agent stream, R5.12).
+    #[inline]
+    pub fn count(&self, bytes: u64, lines: u64) {
+        let add = |c: &crate::loom::sync::atomic::AtomicU64, n: u64| {
+            c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+        };
+        add(&self.slot.bytes, bytes);
+        if lines != 0 {
+            add(&self.slot.lines, lines);
+        }
+    }
+
     /// Returns the recorder of the task this counter feeds.
     pub fn recorder(&self) -> &Recorder {
         &self.recorder

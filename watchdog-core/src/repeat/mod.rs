@@ -9,9 +9,10 @@
 //! window. What a fingerprint sets aside lives in [`fingerprint()`].
 //!
 //! Memory: the task's judge is allocated on first use, outside the task's
-//! 128-byte cell (R9.3): two windows of 64 entries (20 bytes each), a cache
-//! of 64 raw-line hashes (16 bytes each), and the line shown, at most
-//! [`MAX_SHOWN`] characters: about 4 KiB per judged task, fixed. Each
+//! 128-byte cell (R9.3): three windows of 64 entries (20 bytes each: lines,
+//! finished calls, started calls), a cache of 64 raw-line hashes (16 bytes
+//! each), and the line shown, at most [`MAX_SHOWN`] characters: under
+//! 6 KiB per judged task, fixed. Each
 //! stream's [`LineJudge`] holds at most [`MAX_LINE`] bytes of a line not
 //! yet ended.
 //!
@@ -199,7 +200,10 @@ impl RawCache {
 /// The judge a task's sources share.
 pub(crate) struct Judge {
     lines: Window,
+    /// Digests of a finished call's name, input and result.
     calls: Window,
+    /// Digests of a started call's name and input.
+    call_inputs: Window,
     cache: RawCache,
     report: Option<Report>,
 }
@@ -209,6 +213,7 @@ impl Judge {
         Judge {
             lines: Window::new(),
             calls: Window::new(),
+            call_inputs: Window::new(),
             cache: RawCache {
                 slots: [(0, 0); 64],
             },
@@ -231,6 +236,21 @@ impl Judge {
         }
     }
 
+    /// As [`Judge::line`], shown as `shown`.
+    fn said(&mut self, key: &[u8], shown_as: &str, now: Nanos) -> bool {
+        let fp = fingerprint(key);
+        match self.lines.judge(fp, now) {
+            None => false,
+            Some(i) => {
+                let (seen, first) = (self.lines.seen[i], self.lines.first[i]);
+                self.note(RepeatSource::Output, fp, seen, first, now, || {
+                    shown(shown_as)
+                });
+                true
+            }
+        }
+    }
+
     /// A line byte for byte the one judged just before it: a repeat of the
     /// fingerprint judged last, without reading it again (a flood of one
     /// line costs a comparison per line).
@@ -242,6 +262,28 @@ impl Judge {
         self.note(RepeatSource::Output, fp, seen, first, now, || {
             shown(&String::from_utf8_lossy(line))
         });
+    }
+
+    /// A call started: true when its name and input repeat a call in the
+    /// window (a retry of a known call renews nothing until its result
+    /// says something new).
+    pub(crate) fn call_started(&mut self, input: u64, now: Nanos) -> bool {
+        self.call_inputs.judge(input, now).is_some()
+    }
+
+    /// A call finished: true when its name, input and result repeat one in
+    /// the window.
+    pub(crate) fn call_finished(&mut self, digest: u64, name: &str, now: Nanos) -> bool {
+        match self.calls.judge(digest, now) {
+            None => false,
+            Some(i) => {
+                let (seen, first) = (self.calls.seen[i], self.calls.first[i]);
+                self.note(RepeatSource::ToolCall, digest, seen, first, now, || {
+                    shown(name)
+                });
+                true
+            }
+        }
     }
 
     /// A line not yet ended: true when what it holds so far is a line in
@@ -320,6 +362,20 @@ fn shown(s: &str) -> String {
     out
 }
 
+/// The digest of a call's tool name and input.
+pub(crate) fn call_input(name: &str, input: &[u8]) -> u64 {
+    let name = fingerprint::raw_hash(name.as_bytes());
+    fingerprint::raw_hash(input) ^ name.rotate_left(17)
+}
+
+/// The digest of a finished call: its name and input, how it ended, and
+/// its result's fingerprint (a clock in a result, as `in 0.12s`, is set
+/// aside as in a line).
+pub(crate) fn call_result(input: u64, outcome: crate::CallOutcome, result: &[u8]) -> u64 {
+    let outcome = outcome as u64;
+    fingerprint(result) ^ input.rotate_left(29) ^ outcome.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
 pub(crate) type SharedJudge = Arc<Mutex<Judge>>;
 
 pub(crate) fn new_judge() -> SharedJudge {
@@ -368,6 +424,40 @@ impl Repeats {
             partial: Vec::with_capacity(MAX_LINE),
             cut: false,
             after_cr: false,
+        }
+    }
+
+    /// Judges one whole line (one a source has cut itself, as an agent
+    /// stream's plain line): [`SignalKind::Repeat`] when it repeats one in
+    /// the window, else [`SignalKind::Output`]. The caller records it.
+    ///
+    /// ```
+    /// use watchdog_core::{Guard, ManualClock, Profile, SignalKind};
+    ///
+    /// let guard = Guard::builder().clock(ManualClock::new()).build();
+    /// let task = guard.start("agent", Profile::default()).unwrap();
+    /// let repeats = task.recorder().repeats();
+    /// assert_eq!(repeats.line(b"Let me check the config again."), SignalKind::Output);
+    /// assert_eq!(repeats.line(b"Let me check the config again."), SignalKind::Repeat);
+    /// ```
+    pub fn line(&self, line: &[u8]) -> SignalKind {
+        self.said(line, None)
+    }
+
+    /// Judges what a source says, by `key` (the words that make it what it
+    /// is, ids and clocks left out), shown to a user as `shown` when it
+    /// repeats (else as the key).
+    pub fn said(&self, key: &[u8], shown: Option<&str>) -> SignalKind {
+        let now = self.recorder.now();
+        let key = &key[..key.len().min(MAX_LINE)];
+        let repeat = match shown {
+            None => self.judge.lock().line(key, now),
+            Some(s) => self.judge.lock().said(key, s, now),
+        };
+        if repeat {
+            SignalKind::Repeat
+        } else {
+            SignalKind::Output
         }
     }
 
