@@ -376,3 +376,40 @@ fn an_agent_rerunning_one_test_command_with_improving_results_runs_to_its_end() 
     let out = run_session(dir.path(), &claude_session(&calls));
     assert_runs_to_its_end(&out);
 }
+
+// `describe` says what repeats while the job still runs, before any stall.
+#[test]
+fn describe_says_what_repeats_while_the_job_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("sw.sock");
+    let child = common::stallwarden(dir.path())
+        .args(["run", "--idle", "20s", "--socket"])
+        .arg(&sock)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "i=0; while [ $i -lt 60 ]; do echo 'waiting for db...'; i=$((i+1)); sleep 0.2; done",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let _guard = common::KillOnDrop(vec![pid]);
+    let mut last = String::new();
+    let text = common::wait::until(pid, BOUND, std::time::Duration::from_millis(100), || {
+        let out = common::stallwarden(dir.path())
+            .args(["describe", "sh", "--socket"])
+            .arg(&sock)
+            .output()
+            .unwrap();
+        last = String::from_utf8_lossy(&out.stdout).into_owned();
+        last.contains("repeating      the output repeats \"waiting for db...\"")
+            .then(|| last.clone())
+    })
+    .unwrap_or_else(|| panic!("describe never said what repeats: {last}"));
+    assert!(text.contains("times in"), "{text}");
+    let out = common::wait_bounded(child);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
