@@ -98,7 +98,7 @@ fn a_wait_for_loop_against_a_server_never_ready_exits_124_naming_its_line() {
     let dir = tempfile::tempdir().unwrap();
     let script =
         format!("until curl -sf http://127.0.0.1:{port}/ready; do echo waiting...; sleep 1; done");
-    let out = run_script(dir.path(), "3s", &script);
+    let out = run_script(dir.path(), "5s", &script);
     assert_loud_hang(dir.path(), &out, "waiting...");
 }
 
@@ -152,7 +152,7 @@ fn a_retry_log_against_a_closed_port_exits_124() {
          echo \"$(date '+%F %T') connect to 127.0.0.1:{port} refused (attempt $i), will retry in 1 seconds\"; \
          i=$((i+1)); sleep 0.5; done"
     );
-    let out = run_script(dir.path(), "2s", &script);
+    let out = run_script(dir.path(), "3s", &script);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(124), "{err}");
     assert!(err.contains("exceeded: the output repeats \""), "{err}");
@@ -302,12 +302,12 @@ fn claude_session(calls: &[(String, String)]) -> String {
 }
 
 /// Runs `session` through `stallwarden run --stream claude-code`, one line
-/// every 0.15 s, with `idle = 1s`.
+/// every 0.15 s, with `idle = 2s`.
 fn run_session(dir: &Path, session: &str) -> Output {
     std::fs::write(dir.join("session.jsonl"), session).unwrap();
     std::fs::write(
         dir.join("stallwarden.toml"),
-        "[defaults]\nstartup = \"30s\"\nidle = \"1s\"\n",
+        "[defaults]\nstartup = \"30s\"\nidle = \"2s\"\n",
     )
     .unwrap();
     run(
