@@ -152,6 +152,13 @@ impl<'a> Word<'a> {
     }
 
     fn is_retry_word(&self) -> bool {
+        // Most words are none of these: a length and first-letter check
+        // spares the comparisons (a retry log reads every line word by
+        // word).
+        if !(3..=9).contains(&self.core.len()) || !matches!(self.core[0] | 0x20, b'a' | b'r' | b't')
+        {
+            return false;
+        }
         const WORDS: [&[u8]; 9] = [
             b"attempt",
             b"attempts",
@@ -167,6 +174,9 @@ impl<'a> Word<'a> {
     }
 
     fn is_time_word(&self) -> bool {
+        if !(2..=9).contains(&self.core.len()) {
+            return false;
+        }
         const WORDS: [&[u8]; 9] = [
             b"ts",
             b"time",
@@ -182,6 +192,9 @@ impl<'a> Word<'a> {
     }
 
     fn is_unit_word(&self) -> bool {
+        if self.core.len() > 7 {
+            return false;
+        }
         const WORDS: [&[u8]; 16] = [
             b"ns", b"us", b"ms", b"s", b"sec", b"secs", b"second", b"seconds", b"m", b"min",
             b"mins", b"minute", b"minutes", b"h", b"hour", b"hours",
