@@ -279,12 +279,68 @@ fn scale(c: &mut Criterion) {
     drop(tasks);
 }
 
+/// R5.12's cost on the output path: one 64 KiB read judged line by line
+/// (`LineJudge::feed`), against what the counting reader did before it (a
+/// newline count). Four shapes: one line again and again, blank lines,
+/// lines all different, and a timestamped retry log (every line read word
+/// by word, the worst case).
+fn judge_lines(c: &mut Criterion) {
+    const READ: usize = 64 * 1024;
+    let fill = |f: &dyn Fn(usize) -> String| {
+        let mut s = String::with_capacity(READ + 128);
+        let mut i = 0;
+        while s.len() < READ {
+            s.push_str(&f(i));
+            i += 1;
+        }
+        s.truncate(READ);
+        s.into_bytes()
+    };
+    let shapes: [(&str, Vec<u8>); 4] = [
+        (
+            "one_line",
+            fill(&|_| "2026-12-07 12:00:00 INFO processed a batch of rows ok\n".into()),
+        ),
+        ("blank_lines", vec![b'\n'; READ]),
+        (
+            "all_different",
+            fill(&|i| format!("row {i} processed ok, {} bytes\n", i * 80)),
+        ),
+        (
+            "retry_log",
+            fill(&|i| {
+                format!(
+                    "2026-12-07 12:{:02}:{:02} connect refused (attempt {i}), will retry in 1 seconds\n",
+                    i / 60 % 60,
+                    i % 60
+                )
+            }),
+        ),
+    ];
+    let guard = Guard::builder().build();
+    let task = started(&guard, "judge");
+    let mut g = c.benchmark_group("judge");
+    g.throughput(Throughput::Bytes(READ as u64));
+    for (name, data) in &shapes {
+        g.bench_function(BenchmarkId::new("newline_count_before", name), |b| {
+            b.iter(|| memchr::memchr_iter(b'\n', black_box(data)).count())
+        });
+        let mut lines = task.recorder().repeats().lines();
+        // The window has seen the shape: the steady state of a flood.
+        lines.feed(data);
+        g.bench_function(BenchmarkId::new("line_judge_feed", name), |b| {
+            b.iter(|| lines.feed(black_box(data)))
+        });
+    }
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
         .warm_up_time(Duration::from_millis(700))
         .measurement_time(Duration::from_secs(2));
-    targets = record_kinds, record_two_threads, stall_verdicts, scale
+    targets = record_kinds, record_two_threads, stall_verdicts, scale, judge_lines
 }
 
 // ---------------------------------------------------------------------------

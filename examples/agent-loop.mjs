@@ -37,7 +37,13 @@ async function runTool(name, input, signal) {
 }
 
 // --- the guarded turn: about a dozen lines --------------------------------
-const guard = new Guard({ onEvent: (e) => console.error(`[stallwarden] ${e.type} ${e.task} +${e.elapsed_ms}ms`) });
+const nudges = []; // R5.12: what the runner would tell the model on strike 1
+const guard = new Guard({
+  onEvent: (e) => {
+    console.error(`[stallwarden] ${e.type} ${e.task} +${e.elapsed_ms}ms`);
+    if (e.type === 'stalled' && e.repeating && e.strike < e.terminate_after) nudges.push(e.repeating);
+  },
+});
 const t = guard.start('turn-1', { idle: '2s', execution: '30s', heartbeatInterval: null });
 const stream = t.anthropicStream();
 const open = new Map(); // block index -> { id, name, json } while its arguments stream
@@ -51,9 +57,9 @@ try {
     if (ev.type === 'content_block_stop' && open.has(ev.index)) calls.push(open.get(ev.index)), open.delete(ev.index);
   }
   for (const call of calls) {
-    t.toolStarted(call.id, call.name);
+    t.toolStarted(call.id, call.name, call.json);
     const result = await runTool(call.name, JSON.parse(call.json || '{}'), t.signal);
-    t.toolFinished(call.id, 'success');
+    t.toolFinished(call.id, 'success', result);
     console.log(`${call.name} ->`, result);
   }
   t.finish('completed');
@@ -61,5 +67,31 @@ try {
   t.finish(t.signal.aborted ? 'cancelled' : 'failed');
   throw err;
 } finally {
+  await guard.flush();
+}
+
+// --- a loud hang (R5.12): the model asks for the same call again and again --
+// Each call's input and result go to the guard; the same call with the same
+// result renews nothing. Strike 1 is the cue to nudge the model; this one
+// ignores the nudge, and strike 2 stops the turn.
+const loop = guard.start('turn-2', { idle: '2s', execution: '30s', terminateAfter: 2, heartbeatInterval: null });
+try {
+  for (let i = 0; !loop.signal.aborted; i++) {
+    const input = { file_path: 'config.yaml' };
+    loop.toolStarted(`toolu_loop_${i}`, 'Read', input);
+    const result = await runTool('Read', input, loop.signal);
+    loop.toolFinished(`toolu_loop_${i}`, 'success', result);
+    if (nudges.length === 1 && !loop.nudged) {
+      loop.nudged = true;
+      const r = nudges[0];
+      console.log(`runner -> model: you called ${r.shown} ${r.count} times with the same result; try something else`);
+    }
+    await sleep(300, undefined, { signal: loop.signal });
+  }
+} catch (err) {
+  if (!loop.signal.aborted) throw err;
+  console.log('turn-2 stopped:', loop.signal.reason?.message);
+} finally {
+  loop.finish(loop.signal.aborted ? 'cancelled' : 'completed');
   await guard.flush();
 }

@@ -7,7 +7,10 @@
 //! 2. a 165 s silent SQL probe runs on the execution budget, with outbound
 //!    heartbeats so a headless consumer sees "still running";
 //! 3. a recursive `grep` wedges; the guard strikes twice, cancels, and kills
-//!    after the grace period; the runner reports the process's end.
+//!    after the grace period; the runner reports the process's end;
+//! 4. a second session loops: the model asks for the same call and gets the
+//!    same result (R5.12). Strike 1 is the runner's cue to nudge the model;
+//!    the model keeps looping, and strike 2 stops the turn.
 //!
 //! Run it with `cargo run --release --example agent_turn`.
 
@@ -66,6 +69,37 @@ fn main() {
     guard.advance(s(900));
     turn.finish(Outcome::Failed, None, Some(9))
         .expect("first finish");
+
+    // 4. A loud hang: never silent, only repeating itself (R5.12).
+    let looping = guard
+        .start(
+            "session-loop",
+            Profile::default().idle(s(60)).terminate_after(2),
+        )
+        .expect("valid profile");
+    let mut nudged = false;
+    for i in 0..20 {
+        let id = format!("toolu_1{i:02}");
+        let input = br#"{"command":"cat config.yaml"}"#;
+        if looping
+            .tool_started_with(&id, "Bash(cat config.yaml)", input)
+            .is_err()
+        {
+            break; // cancelled: the turn is over
+        }
+        guard.advance(s(10));
+        let _ = looping.tool_finished_with(&id, CallOutcome::Success, b"port: 8080\n");
+        guard.advance(s(10));
+        let Some(status) = looping.status() else {
+            break;
+        };
+        if status.strikes == 1 && !nudged {
+            // What a runner would add to the model's next message.
+            let what = status.repeating.map(|r| r.to_string()).unwrap_or_default();
+            eprintln!("runner: nudging the model: you are repeating yourself ({what})");
+            nudged = true;
+        }
+    }
 
     let status = guard.statuses();
     eprintln!("live tasks after the session: {}", status.len());

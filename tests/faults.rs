@@ -337,6 +337,15 @@ fn a_ten_second_output_flood_arrives_unaltered_in_flat_memory() {
         PATTERN = std::str::from_utf8(PATTERN).unwrap(),
     );
     let dir = tempfile::tempdir().unwrap();
+    // The flood is one line written again and again: a loop by R5.12's
+    // judgement, which would stop it at the idle budget. Each read renews,
+    // as this test has always had it, with `repeat` in renewed-by; the
+    // lines are still cut and judged all along.
+    std::fs::write(
+        dir.path().join("stallwarden.toml"),
+        "[defaults]\nrenewed-by = [\"argument-delta\", \"output\", \"tool-call\", \"progress\", \"repeat\"]\n",
+    )
+    .unwrap();
     let ev = dir.path().join("events.jsonl");
     let mut killer = GroupKiller::none();
     let mut child = stallwarden(dir.path())

@@ -123,10 +123,12 @@ export class Task {
   heartbeat(): void;
   /** A progress value; true when it rose and renewed the task (R5.8). */
   progress(value: number): boolean;
-  /** A tool call started: the execution budget applies (R2.2). The engine's one set of calls in flight checks it (R10.6): an empty id or name, one over 256 bytes, an id already in flight, or a start past 1024 in flight throws an Error with the same message as Rust and Python. */
-  toolStarted(id: string, name: string): void;
-  /** A tool call ended. */
-  toolFinished(id: string, outcome: CallOutcome): void;
+  /** A tool call started: the execution budget applies (R2.2). With its `input` (text, or any value as JSON), a start repeating a call in the task's recent window renews nothing (R5.12). The engine's one set of calls in flight checks it (R10.6): an empty id or name, one over 256 bytes, an id already in flight, or a start past 1024 in flight throws an Error with the same message as Rust and Python. */
+  toolStarted(id: string, name: string, input?: unknown): void;
+  /** A tool call ended. With its `result` (text, a Buffer, or any value as JSON; or a digest of it), a call whose name, input and result repeat one in the task's recent window renews nothing, and a stall says `NAME returned the same result N times` (R5.12). */
+  toolFinished(id: string, outcome: CallOutcome, result?: unknown): void;
+  /** Output the command wrote, as `stallwarden run` reads it: counted, and each ended line judged; lines that only repeat recent ones (clocks, spinner frames and retry counters aside) renew nothing (R5.12). */
+  write(data: string | Buffer): void;
   /** An adapter for `format`'s stream events; an unknown format throws a TypeError naming the four. */
   argumentStream(format: StreamFormat): ArgumentStream;
   /** Anthropic Messages stream events: `argumentStream('anthropic')`. */

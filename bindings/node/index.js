@@ -21,6 +21,14 @@ class StallError extends Error {
 }
 
 /** One watched task: the recording calls go straight to the engine. */
+/** A call's input or result as the engine judges it (R5.12): text as is, anything else as JSON. */
+function asText(v) {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v === 'string') return v;
+  if (Buffer.isBuffer(v)) return v.toString('utf8');
+  return JSON.stringify(v);
+}
+
 class Task {
   #native;
   #rec;
@@ -59,12 +67,16 @@ class Task {
     return progress(this.#rec, value);
   }
 
-  toolStarted(id, name) {
-    this.#native.toolStarted(id, name);
+  toolStarted(id, name, input) {
+    this.#native.toolStarted(id, name, asText(input));
   }
 
-  toolFinished(id, outcome) {
-    this.#native.toolFinished(id, outcome);
+  toolFinished(id, outcome, result) {
+    this.#native.toolFinished(id, outcome, asText(result));
+  }
+
+  write(data) {
+    this.#native.write(data);
   }
 
   /** One adapter class for every wire format (the engine's StreamAdapter). */

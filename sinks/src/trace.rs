@@ -254,6 +254,7 @@ impl TracingSink {
                 children,
                 stacks,
                 on_stall,
+                ..
             } => {
                 let first_frame = stacks.iter().find_map(|s| s.frames.first());
                 tracing::warn!(

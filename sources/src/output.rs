@@ -1,10 +1,13 @@
-//! Output counting readers (R5.1).
+//! Output counting readers (R5.1, R5.12).
 //!
 //! [`CountingReader`] (blocking) and [`AsyncCountingReader`] (tokio) wrap a
 //! reader, pass every byte through unchanged, and record each read with data
-//! as an `output` signal with its byte and newline counts. Memory is O(1)
-//! whatever the line length or encoding: nothing is buffered but an optional
-//! bounded [`Tail`] for snapshots and monitors. Writing the bytes anywhere
+//! with its byte and newline counts: as an `output` signal, or as a
+//! `repeat` when the lines it ends only repeat ones in the task's recent
+//! window (the core's [`watchdog_core::repeat::LineJudge`]). Memory is
+//! O(1) whatever the line length or encoding: nothing is buffered but the
+//! line not yet ended (at most [`watchdog_core::repeat::MAX_LINE`] bytes)
+//! and an optional bounded [`Tail`] for snapshots and monitors. Writing the bytes anywhere
 //! (a terminal, a file) is the caller's business and does not live here.
 //!
 //! There is no rejection type in this module: a reader wrapper has no input
@@ -18,6 +21,7 @@ use std::task::{Context, Poll};
 
 use parking_lot::Mutex;
 use tokio::io::{AsyncRead, ReadBuf};
+use watchdog_core::repeat::LineJudge;
 use watchdog_core::{OutputCounter, Recorder};
 
 /// The default size of an output tail: 64 KiB (R5.1).
@@ -148,6 +152,10 @@ impl Tail {
 struct Counter {
     /// This reader's own single-writer counter on the task (R9.1).
     output: OutputCounter,
+    /// This stream's lines, judged against the task's window (R5.12).
+    lines_judge: LineJudge,
+    /// Count only: another source signals what these bytes mean.
+    silent: bool,
     tail: Option<Tail>,
     bytes: u64,
     lines: u64,
@@ -159,10 +167,19 @@ impl Counter {
         if data.is_empty() {
             return;
         }
-        let lines = memchr::memchr_iter(b'\n', data).count() as u64;
-        self.bytes = self.bytes.saturating_add(data.len() as u64);
-        self.lines = self.lines.saturating_add(lines);
-        self.output.record(data.len() as u64, lines);
+        if self.silent {
+            let lines = memchr::memchr_iter(b'\n', data).count() as u64;
+            self.bytes = self.bytes.saturating_add(data.len() as u64);
+            self.lines = self.lines.saturating_add(lines);
+            self.output.count(data.len() as u64, lines);
+        } else {
+            let verdict = self.lines_judge.feed(data);
+            let lines = verdict.newlines;
+            self.bytes = self.bytes.saturating_add(data.len() as u64);
+            self.lines = self.lines.saturating_add(lines);
+            self.output
+                .record_as(data.len() as u64, lines, verdict.kind);
+        }
         if let Some(tail) = &self.tail {
             tail.push(data);
         }
@@ -186,6 +203,17 @@ macro_rules! reader_accessors {
         #[must_use]
         pub fn with_tail(mut self, tail: Tail) -> Self {
             self.counter.tail = Some(tail);
+            self
+        }
+
+        /// Counts bytes and lines but signals nothing: for a stream whose
+        /// meaning another source judges and signals, as an
+        /// [`crate::agent::AgentStream`] does for an agent CLI's JSON lines
+        /// (R5.12: what the agent says and calls, not raw lines whose ids
+        /// always differ).
+        #[must_use]
+        pub fn counting_only(mut self) -> Self {
+            self.counter.silent = true;
             self
         }
 
@@ -223,7 +251,8 @@ macro_rules! reader_accessors {
 }
 
 /// A blocking reader that passes bytes through unchanged and records each
-/// read with data as an `output` signal (R5.1).
+/// read with data as an `output` signal (R5.1), or a `repeat` when the
+/// lines it ends only repeat recent ones (R5.12).
 ///
 /// # Examples
 ///
@@ -257,6 +286,8 @@ impl<R: io::Read> CountingReader<R> {
             inner,
             counter: Counter {
                 output: recorder.output_counter(),
+                lines_judge: recorder.repeats().lines(),
+                silent: false,
                 tail: None,
                 bytes: 0,
                 lines: 0,
@@ -276,7 +307,8 @@ impl<R: io::Read> io::Read for CountingReader<R> {
 }
 
 /// An async reader that passes bytes through unchanged and records each
-/// read with data as an `output` signal (R5.1).
+/// read with data as an `output` signal (R5.1), or a `repeat` when the
+/// lines it ends only repeat recent ones (R5.12).
 ///
 /// The wrapped reader must be `Unpin` (a child's stdout or stderr is); box
 /// and pin one that is not. Reading is cancel safe when the wrapped reader's
@@ -312,6 +344,8 @@ impl<R: AsyncRead + Unpin> AsyncCountingReader<R> {
             inner,
             counter: Counter {
                 output: recorder.output_counter(),
+                lines_judge: recorder.repeats().lines(),
+                silent: false,
                 tail: None,
                 bytes: 0,
                 lines: 0,

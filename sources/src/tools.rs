@@ -118,6 +118,32 @@ pub(crate) fn finish(
         .map_err(|e| refuse(recorder, ToolCallError::from(e)))
 }
 
+/// Starts call `id` with its input's words, for the judgement of repeated
+/// calls (R5.12); a refusal is counted on the task.
+pub(crate) fn start_with(
+    recorder: &Recorder,
+    id: &str,
+    name: &str,
+    input: &[u8],
+) -> Result<(), ToolCallError> {
+    recorder
+        .tool_started_with(id, name, input)
+        .map_err(|e| refuse(recorder, ToolCallError::from(e)))
+}
+
+/// Finishes call `id` with its result's words (R5.12); a refusal is
+/// counted on the task.
+pub(crate) fn finish_with(
+    recorder: &Recorder,
+    id: &str,
+    outcome: CallOutcome,
+    result: &[u8],
+) -> Result<(), ToolCallError> {
+    recorder
+        .tool_finished_with(id, outcome, result)
+        .map_err(|e| refuse(recorder, ToolCallError::from(e)))
+}
+
 /// Reports tool calls of one task by call id (R5.3).
 ///
 /// Shareable by reference across threads: starts and finishes may come from

@@ -81,6 +81,10 @@ impl Pump {
 
     fn copy(mut self, from: impl Read) {
         let mut reader = CountingReader::new(from, self.recorder.clone());
+        if self.tap.is_some() {
+            // R5.12: the agent stream judges what the agent says and calls.
+            reader = reader.counting_only();
+        }
         let mut buf = vec![0u8; 64 * 1024];
         loop {
             match reader.read(&mut buf) {

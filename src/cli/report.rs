@@ -92,6 +92,7 @@ pub(crate) fn verdict_line(profile: &Profile, kind: &EventKind) -> Option<String
             silent,
             last_step,
             children,
+            repeating,
             ..
         } => {
             // Name the budget the user set: an unset startup or execution
@@ -113,7 +114,12 @@ pub(crate) fn verdict_line(profile: &Profile, kind: &EventKind) -> Option<String
             if *budget == Budget::Startup && profile.startup.is_none() {
                 l.push_str(" before any output");
             }
-            l.push_str(&format!(": no output for {}", secs(*silent)));
+            // R5.12: a job that was never silent but only repeated itself
+            // is said as what it is.
+            match repeating {
+                Some(r) => l.push_str(&format!(": {r}")),
+                None => l.push_str(&format!(": no output for {}", secs(*silent))),
+            }
             match terminate_after {
                 0 => l.push_str(&format!(" (strike {strike}, notify only)")),
                 t => l.push_str(&format!(" (strike {strike} of {t})")),
@@ -372,6 +378,7 @@ mod tests {
             children: Some(vec![grep, busy]),
             stacks: Vec::new(),
             on_stall: None,
+            repeating: None,
         };
         let profile = Profile::default().idle(Duration::from_secs(3));
         assert_eq!(
@@ -391,6 +398,7 @@ mod tests {
             children: None,
             stacks: Vec::new(),
             on_stall: None,
+            repeating: None,
         }
     }
 

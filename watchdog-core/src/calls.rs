@@ -103,6 +103,9 @@ pub(crate) struct CallRecord {
     pub(crate) name: String,
     pub(crate) started: Nanos,
     pub(crate) finished: Option<(Nanos, CallOutcome)>,
+    /// A digest of the tool's name and input, when the runner gave the
+    /// input (R5.12).
+    pub(crate) input: Option<u64>,
 }
 
 /// Why [`Calls::start`] refused a call whose id and name are well formed.
@@ -123,7 +126,13 @@ pub(crate) struct Calls {
 
 impl Calls {
     /// Starts call `id` of tool `name` at `e`; the caller checked both.
-    pub(crate) fn start(&mut self, e: Nanos, id: &str, name: &str) -> Result<(), StartRefusal> {
+    pub(crate) fn start(
+        &mut self,
+        e: Nanos,
+        id: &str,
+        name: &str,
+        input: Option<u64>,
+    ) -> Result<(), StartRefusal> {
         if self.contains(id) {
             return Err(StartRefusal::Duplicate);
         }
@@ -135,6 +144,7 @@ impl Calls {
             name: name.to_owned(),
             started: e,
             finished: None,
+            input,
         };
         self.last = Some(record());
         self.in_flight.push(record());
@@ -172,6 +182,12 @@ impl Calls {
             }
             None => (0, None),
         }
+    }
+
+    /// The name and input digest of call `id`, if it is in flight.
+    pub(crate) fn digest(&self, id: &str) -> Option<(String, Option<u64>)> {
+        let c = self.in_flight.iter().find(|c| c.id == id)?;
+        Some((c.name.clone(), c.input))
     }
 
     pub(crate) fn contains(&self, id: &str) -> bool {
@@ -226,7 +242,76 @@ impl Recorder {
     pub fn tool_started(&self, id: &str, name: &str) -> Result<(), GuardError> {
         check(id, name).map_err(|problem| self.bad_call(problem))?;
         self.tool_signal();
-        self.slow(|t, now, _| t.tool_started(now, id, name))
+        self.slow(|t, now, _| t.tool_started(now, id, name, None))
+    }
+
+    /// Records the start of tool call `id` running tool `name` on `input`
+    /// (its arguments, as the runner has them), for the judgement of
+    /// repeated calls (R5.12): a start whose name and input repeat a call
+    /// in the task's window is a `repeat` signal, not a `tool-call` one.
+    /// Otherwise as [`Recorder::tool_started`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use watchdog_core::{CallOutcome, Guard, ManualClock, Profile};
+    ///
+    /// let guard = Guard::builder().clock(ManualClock::new()).build();
+    /// let task = guard.start("agent", Profile::default()).unwrap();
+    /// for id in ["c1", "c2", "c3"] {
+    ///     task.tool_started_with(id, "Bash(cat config.yaml)", br#"{"command":"cat config.yaml"}"#).unwrap();
+    ///     task.tool_finished_with(id, CallOutcome::Success, b"port: 8080").unwrap();
+    /// }
+    /// let r = task.status().unwrap().repeating.unwrap();
+    /// assert_eq!(r.to_string(), "Bash(cat config.yaml) returned the same result 3 times in 0s");
+    /// ```
+    pub fn tool_started_with(&self, id: &str, name: &str, input: &[u8]) -> Result<(), GuardError> {
+        check(id, name).map_err(|problem| self.bad_call(problem))?;
+        let digest = crate::repeat::call_input(name, input);
+        let judge = self.slow(|t, _, _| Ok(t.judge()))?;
+        let seen = judge.lock().call_started(digest, self.now());
+        if seen {
+            self.signal(crate::SignalKind::Repeat);
+        } else {
+            self.tool_signal();
+        }
+        self.slow(|t, now, _| t.tool_started(now, id, name, Some(digest)))
+    }
+
+    /// Records the end of tool call `id` with its `result` (or a digest of
+    /// it), for the judgement of repeated calls (R5.12): a call whose
+    /// name, input and result repeat one in the task's window is a
+    /// `repeat` signal, not a `tool-call` one, and the stall says so
+    /// (`Bash(cat config.yaml) returned the same result 8 times`).
+    /// Otherwise as [`Recorder::tool_finished`]. See
+    /// [`Recorder::tool_started_with`].
+    pub fn tool_finished_with(
+        &self,
+        id: &str,
+        outcome: CallOutcome,
+        result: &[u8],
+    ) -> Result<(), GuardError> {
+        if check(id, "-").is_err() {
+            return self.slow(|t, _, _| Err(t.not_in_flight(shown(id))));
+        }
+        let peek = self.slow(|t, _, _| Ok((t.call_digest(id), t.judge())))?;
+        let (Some((name, input)), judge) = peek else {
+            // As `tool_finished`: nothing changes but the signal.
+            self.tool_signal();
+            return self.slow(|t, _, _| Err(t.not_in_flight(shown(id))));
+        };
+        let digest = crate::repeat::call_result(
+            input.unwrap_or_else(|| crate::repeat::call_input(&name, b"")),
+            outcome,
+            result,
+        );
+        let seen = judge.lock().call_finished(digest, &name, self.now());
+        if seen {
+            self.signal(crate::SignalKind::Repeat);
+        } else {
+            self.tool_signal();
+        }
+        self.slow(|t, now, _| t.tool_finished(now, id, outcome))
     }
 
     /// Records the end of tool call `id` (R5.3), whichever door started it;

@@ -66,7 +66,7 @@ pub(crate) struct TaskCell {
     /// Last signal of each kind; 0 = never (R4.1). The last renewal is the
     /// latest of the renewing kinds, worked out when a verdict needs it, so
     /// a signal costs one store, not two.
-    pub(crate) last_by_kind: [AtomicU64; SignalKind::COUNT],
+    pub(crate) last_by_kind: [AtomicU64; SignalKind::STAMPED],
     pub(crate) bytes: AtomicU64,
     pub(crate) lines: AtomicU64,
     /// Highest progress value, as f64 bits (non-negative floats order like
@@ -96,7 +96,19 @@ pub(crate) struct TaskCell {
 #[cfg(not(loom))]
 const _: () = assert!(std::mem::size_of::<TaskCell>() == 128);
 // Every kind's flags fit the packed `wants` word.
-const _: () = assert!(SignalKind::COUNT * WANT_BITS <= u32::BITS as usize);
+const _: () = assert!(SignalKind::STAMPED * WANT_BITS <= u32::BITS as usize);
+
+/// The kinds with a stamp in the cell, in slot order: every kind but
+/// `repeat` (see [`SignalKind::STAMPED`]).
+pub(crate) const STAMPED_KINDS: [SignalKind; SignalKind::STAMPED] = {
+    let mut kinds = [SignalKind::Output; SignalKind::STAMPED];
+    let mut i = 0;
+    while i < SignalKind::STAMPED {
+        kinds[i] = SignalKind::ALL[i];
+        i += 1;
+    }
+    kinds
+};
 
 /// Byte and line totals written by exactly one thread at a time, so a
 /// relaxed load and store count exactly without a locked instruction.
@@ -134,7 +146,7 @@ impl TaskCell {
         self.lines.store(0, Relaxed);
         self.progress.store(0, Relaxed);
         self.flags.store(flags, Relaxed);
-        let wants = SignalKind::ALL.iter().fold(0, |acc, &kind| {
+        let wants = STAMPED_KINDS.iter().fold(0, |acc, &kind| {
             let mut wants = 0;
             if renewed_by.contains(kind) {
                 wants |= STARTUP_PENDING | STALLED;
@@ -195,14 +207,19 @@ impl TaskCell {
         self.progress.fetch_max(bits, Relaxed) < bits
     }
 
-    /// Returns true when signals of `kind` renew budgets.
+    /// Returns true when signals of `kind` renew budgets; never for
+    /// `repeat`, which has no slot here (the recorder knows whether it
+    /// renews as output).
     pub(crate) fn renews(&self, kind: SignalKind) -> bool {
+        if kind.slot() >= SignalKind::STAMPED {
+            return false;
+        }
         (self.wants.load(Relaxed) >> (kind.slot() * WANT_BITS)) & STARTUP_PENDING != 0
     }
 
     /// The latest signal of a renewing kind; `Nanos::ZERO` if none yet.
     pub(crate) fn last_renewal(&self) -> Nanos {
-        let latest = SignalKind::ALL
+        let latest = STAMPED_KINDS
             .into_iter()
             .filter(|&k| self.renews(k))
             .map(|k| self.last_by_kind[k.slot()].load(Relaxed))
@@ -211,8 +228,10 @@ impl TaskCell {
         Nanos::from_nanos(latest)
     }
 
+    /// The stamp of the last signal of `kind`; `None` if none yet, and
+    /// always for `repeat`, which has no stamp of its own.
     pub(crate) fn last(&self, kind: SignalKind) -> Option<Nanos> {
-        match self.last_by_kind[kind.slot()].load(Relaxed) {
+        match self.last_by_kind.get(kind.slot())?.load(Relaxed) {
             0 => None,
             n => Some(Nanos::from_nanos(n)),
         }

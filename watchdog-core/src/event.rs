@@ -286,6 +286,10 @@ pub enum EventKind {
         /// absent when none is configured.
         #[serde(skip_serializing_if = "Option::is_none")]
         on_stall: Option<Box<crate::StallNote>>,
+        /// What only repeated itself during the silence (R5.12); absent
+        /// when nothing did.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        repeating: Option<crate::repeat::Repeating>,
     },
     /// Progress arrived after a stall; strikes reset (R3.3).
     Recovered {

@@ -57,6 +57,7 @@ mod option;
 mod profile;
 #[cfg(test)]
 mod race;
+pub mod repeat;
 mod signal;
 mod sink;
 mod slab;

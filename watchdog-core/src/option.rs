@@ -298,7 +298,7 @@ impl OptionSpec {
                     let Some(kind) = kind else {
                         return Err(ProfileError {
                             expected: "one of argument-delta, output, tool-call, progress, \
-                                 heartbeat, cpu, net, custom"
+                                 heartbeat, cpu, net, custom, repeat"
                                 .into(),
                             ..err(
                                 item.to_string(),
@@ -307,6 +307,12 @@ impl OptionSpec {
                         });
                     };
                     set = set.with(kind);
+                }
+                if let Some(problem) = repeat_without_output(set) {
+                    return Err(ProfileError {
+                        expected: problem.expected.into(),
+                        ..invalid(problem.why.into())
+                    });
                 }
                 Parsed::Kinds(set)
             }
@@ -337,7 +343,22 @@ impl OptionSpec {
                 n if n > MAX_STRIKES => Err(out(n.to_string(), "0..=1000 (0 means never cancel)")),
                 _ => Ok(()),
             },
-            Slot::Flag(_) | Slot::Kinds(_) => Ok(()),
+            // R5.12: a repeat that renews renews as the output it is; with
+            // `output` left out it would renew nothing, silently.
+            Slot::Kinds(field) => {
+                let set = *field(&mut p);
+                match repeat_without_output(set) {
+                    Some(problem) => Err(ProfileError {
+                        why: Some(problem.why.into()),
+                        ..out(
+                            set.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(","),
+                            problem.expected,
+                        )
+                    }),
+                    None => Ok(()),
+                }
+            }
+            Slot::Flag(_) => Ok(()),
         }
     }
 
@@ -523,6 +544,23 @@ pub(crate) fn limit_for(name: &str, v: Limit) -> Option<Duration> {
         .find(|o| o.name == name)
         .is_some_and(|o| matches!(o.slot, Slot::Budget(_, r) if r.zero_is_off));
     v.duration().filter(|d| !(zero_is_off && d.is_zero()))
+}
+
+/// What is wrong with a `renewed-by` list.
+struct KindsProblem {
+    why: &'static str,
+    expected: &'static str,
+}
+
+/// R5.12: a repeat that renews renews as the output it is; with `output`
+/// left out it would renew nothing, silently.
+fn repeat_without_output(set: KindSet) -> Option<KindsProblem> {
+    (set.contains(SignalKind::Repeat) && !set.contains(SignalKind::Output)).then_some(
+        KindsProblem {
+            why: "`repeat` renews as the output it is: add `output` too",
+            expected: "a list that has `output` wherever it has `repeat`",
+        },
+    )
 }
 
 #[cfg(test)]

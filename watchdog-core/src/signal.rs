@@ -39,11 +39,14 @@ pub enum SignalKind {
     Net,
     /// A kind the runner defines; all custom kinds share this slot.
     Custom,
+    /// Output or a tool call that only repeats one already in the task's
+    /// recent window (R5.12); outside the default `renewed-by`.
+    Repeat,
 }
 
 impl SignalKind {
     /// Every kind, in slot order.
-    pub const ALL: [SignalKind; 8] = [
+    pub const ALL: [SignalKind; 9] = [
         SignalKind::ArgumentDelta,
         SignalKind::Output,
         SignalKind::ToolCall,
@@ -52,10 +55,18 @@ impl SignalKind {
         SignalKind::Cpu,
         SignalKind::Net,
         SignalKind::Custom,
+        SignalKind::Repeat,
     ];
 
-    /// Number of kinds, the size of per-kind arrays.
-    pub const COUNT: usize = 8;
+    /// Number of kinds.
+    pub const COUNT: usize = 9;
+
+    /// Number of kinds with a stamp of their own in a task's cell: all but
+    /// [`SignalKind::Repeat`], the last. A repeat renews nothing unless the
+    /// profile opts in, and then it renews as the `output` it was before
+    /// R5.12 (its stamp is output's); so the cell keeps its 128 bytes
+    /// (R9.1, R9.3).
+    pub const STAMPED: usize = 8;
 
     /// Returns the index of this kind in per-kind arrays.
     pub const fn slot(self) -> usize {
@@ -73,6 +84,7 @@ impl SignalKind {
             SignalKind::Cpu => "cpu",
             SignalKind::Net => "net",
             SignalKind::Custom => "custom",
+            SignalKind::Repeat => "repeat",
         }
     }
 }
@@ -85,7 +97,7 @@ impl fmt::Display for SignalKind {
 
 /// The error for a signal kind name that is not one of SPEC §1's kinds.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown signal kind `{0}`, expected one of argument-delta, output, tool-call, progress, heartbeat, cpu, net, custom")]
+#[error("unknown signal kind `{0}`, expected one of argument-delta, output, tool-call, progress, heartbeat, cpu, net, custom, repeat")]
 pub struct UnknownKind(pub String);
 
 impl FromStr for SignalKind {
@@ -104,8 +116,10 @@ impl serde::Serialize for SignalKind {
     }
 }
 
-// A `KindSet` is a `u8`: one bit per kind.
-const _: () = assert!(SignalKind::COUNT == SignalKind::ALL.len() && SignalKind::COUNT <= 8);
+// A `KindSet` is a `u16`: one bit per kind. `Repeat` is last, so the
+// stamped kinds are the first `STAMPED` slots.
+const _: () = assert!(SignalKind::COUNT == SignalKind::ALL.len() && SignalKind::COUNT <= 16);
+const _: () = assert!(SignalKind::Repeat as usize == SignalKind::STAMPED);
 
 /// A set of signal kinds, one bit per kind.
 ///
@@ -121,28 +135,29 @@ const _: () = assert!(SignalKind::COUNT == SignalKind::ALL.len() && SignalKind::
 /// assert!(with_hb.contains(SignalKind::Heartbeat));
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct KindSet(u8);
+pub struct KindSet(u16);
 
 impl KindSet {
     /// The empty set.
     pub const EMPTY: KindSet = KindSet(0);
-    /// `argument-delta`, `output`, `tool-call`, `progress` (R2.6).
+    /// `argument-delta`, `output`, `tool-call`, `progress` (R2.6); not
+    /// `repeat` (R5.12).
     pub const DEFAULT_RENEWING: KindSet = KindSet(
-        1 << SignalKind::ArgumentDelta as u8
-            | 1 << SignalKind::Output as u8
-            | 1 << SignalKind::ToolCall as u8
-            | 1 << SignalKind::Progress as u8,
+        1 << SignalKind::ArgumentDelta as u16
+            | 1 << SignalKind::Output as u16
+            | 1 << SignalKind::ToolCall as u16
+            | 1 << SignalKind::Progress as u16,
     );
 
     /// Returns a copy with `kind` added.
     pub const fn with(self, kind: SignalKind) -> KindSet {
-        KindSet(self.0 | 1 << kind as u8)
+        KindSet(self.0 | 1 << kind as u16)
     }
 
     /// Returns true when `kind` is in the set.
     #[inline]
     pub const fn contains(self, kind: SignalKind) -> bool {
-        self.0 & (1 << kind as u8) != 0
+        self.0 & (1 << kind as u16) != 0
     }
 
     /// Iterates the kinds in the set, in slot order.

@@ -215,6 +215,10 @@ pub struct TaskStatus {
     /// absent when none was.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub refused: BTreeMap<&'static str, u64>,
+    /// What only repeated itself since the last renewal (R5.12); absent
+    /// when nothing did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repeating: Option<crate::repeat::Repeating>,
 }
 
 impl TaskStatus {

@@ -721,6 +721,7 @@ fn signal_kinds_round_trip_through_their_names() {
         "cpu",
         "net",
         "custom",
+        "repeat",
     ];
     for (i, (kind, name)) in SignalKind::ALL.into_iter().zip(names).enumerate() {
         assert_eq!(kind.as_str(), name);
@@ -733,7 +734,7 @@ fn signal_kinds_round_trip_through_their_names() {
     let err = "stdout".parse::<SignalKind>().unwrap_err();
     assert_eq!(
         err.to_string(),
-        "unknown signal kind `stdout`, expected one of argument-delta, output, tool-call, progress, heartbeat, cpu, net, custom"
+        "unknown signal kind `stdout`, expected one of argument-delta, output, tool-call, progress, heartbeat, cpu, net, custom, repeat"
     );
 }
 
@@ -812,6 +813,7 @@ fn event_types_and_critical_set() {
                 children: None,
                 stacks: Vec::new(),
                 on_stall: None,
+                repeating: None,
             },
             "stalled",
             true,
@@ -870,6 +872,7 @@ fn event_serializes_to_its_json_line() {
             children: None,
             stacks: Vec::new(),
             on_stall: None,
+            repeating: None,
         },
     };
     assert_eq!(
@@ -1068,7 +1071,7 @@ fn an_unknown_signal_kind_is_named_with_the_known_ones() {
     assert_eq!(
         err.to_string(),
         "renewed-by: unknown signal kind `telepathy`, expected one of argument-delta, \
-         output, tool-call, progress, heartbeat, cpu, net, custom"
+         output, tool-call, progress, heartbeat, cpu, net, custom, repeat"
     );
 }
 

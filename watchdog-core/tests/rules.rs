@@ -433,6 +433,7 @@ fn stalled_event_names_budget_strike_silence_step_and_suspects() {
         children,
         stacks,
         on_stall,
+        ..
     } = &e.kind
     else {
         panic!("expected stalled, got {e:?}");

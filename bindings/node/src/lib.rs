@@ -311,6 +311,7 @@ impl NativeGuard {
             e => engine_error(e),
         })?;
         Ok(NativeTask {
+            lines: Mutex::new(None),
             recorder: handle.recorder(),
             id: handle.id().as_raw() as f64,
             handle,
@@ -385,6 +386,13 @@ pub struct NativeTask {
     handle: TaskHandle,
     recorder: Recorder,
     id: f64,
+    /// The task's output as `write` judges it (R5.12), made on first use.
+    lines: Mutex<
+        Option<(
+            watchdog_core::repeat::LineJudge,
+            watchdog_core::OutputCounter,
+        )>,
+    >,
 }
 
 fn outcome_of_call(env: &Env, s: &str) -> Result<CallOutcome> {
@@ -415,18 +423,61 @@ impl NativeTask {
         External::new(self.recorder.clone())
     }
 
-    /// Records the start of tool call `id` running `name` (R2.2, R5.3).
+    /// Records the start of tool call `id` running `name` (R2.2, R5.3);
+    /// with its `input` (as text), a start repeating a call in the task's
+    /// window renews nothing (R5.12).
     #[napi]
-    pub fn tool_started(&self, id: String, name: String) -> Result<()> {
-        self.recorder.tool_started(&id, &name).map_err(engine_error)
+    pub fn tool_started(&self, id: String, name: String, input: Option<String>) -> Result<()> {
+        match input {
+            Some(input) => self
+                .recorder
+                .tool_started_with(&id, &name, input.as_bytes()),
+            None => self.recorder.tool_started(&id, &name),
+        }
+        .map_err(engine_error)
     }
 
     /// Records the end of tool call `id`: `'success'`, `'failure'` (or
-    /// `'error'`) or `'cancelled'`.
+    /// `'error'`) or `'cancelled'`; with its `result` (as text, or a digest
+    /// of it), a call repeating one in the task's window renews nothing
+    /// (R5.12).
     #[napi]
-    pub fn tool_finished(&self, env: Env, id: String, outcome: String) -> Result<()> {
+    pub fn tool_finished(
+        &self,
+        env: Env,
+        id: String,
+        outcome: String,
+        result: Option<String>,
+    ) -> Result<()> {
         let o = outcome_of_call(&env, &outcome)?;
-        self.recorder.tool_finished(&id, o).map_err(engine_error)
+        match result {
+            Some(result) => self.recorder.tool_finished_with(&id, o, result.as_bytes()),
+            None => self.recorder.tool_finished(&id, o),
+        }
+        .map_err(engine_error)
+    }
+
+    /// Records output the command wrote, as `stallwarden run` does: every
+    /// byte counted, each ended line judged, a read that only repeats
+    /// recent lines a `repeat` (R5.1, R5.12).
+    #[napi]
+    pub fn write(&self, data: Either<String, Buffer>) {
+        let bytes: &[u8] = match &data {
+            Either::A(s) => s.as_bytes(),
+            Either::B(b) => b.as_ref(),
+        };
+        if bytes.is_empty() {
+            return;
+        }
+        let mut lines = self.lines.lock();
+        let (judge, counter) = lines.get_or_insert_with(|| {
+            (
+                self.recorder.repeats().lines(),
+                self.recorder.output_counter(),
+            )
+        });
+        let v = judge.feed(bytes);
+        counter.record_as(bytes.len() as u64, v.newlines, v.kind);
     }
 
     /// Returns the task's R4.2 snapshot, or `null` once it has finished.

@@ -113,6 +113,7 @@ impl Guard {
             cancel,
             shared: Arc::clone(&self.shared),
             sampler: Mutex::new(None),
+            lines: Mutex::new(None),
         })
     }
 

@@ -8,9 +8,11 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyString};
 use stallwarden_sources::args::StreamFormat;
 use stallwarden_sources::procs::ProcessSampler;
-use watchdog_core::{CallOutcome, Outcome, TaskState};
+use watchdog_core::repeat::LineJudge;
+use watchdog_core::{CallOutcome, Outcome, OutputCounter, TaskState};
 
 use crate::adapters::ArgumentStream;
 use crate::options::{duration_or_off, guard_error, to_py};
@@ -24,6 +26,24 @@ pub(crate) struct Task {
     pub(crate) shared: Arc<Shared>,
     /// Samples the attached process's descendants (R5.5), for stall events.
     pub(crate) sampler: Mutex<Option<ProcessSampler>>,
+    /// The task's output as `write` judges it (R5.12), made on first use.
+    pub(crate) lines: Mutex<Option<(LineJudge, OutputCounter)>>,
+}
+
+/// A call's input or result as the engine judges it (R5.12): `str` and
+/// `bytes` as they are, anything else as JSON with sorted keys.
+fn as_text(v: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    if let Ok(s) = v.cast::<PyString>() {
+        return Ok(s.to_cow()?.as_bytes().to_vec());
+    }
+    if let Ok(b) = v.cast::<PyBytes>() {
+        return Ok(b.as_bytes().to_vec());
+    }
+    let json = v.py().import("json")?;
+    let kwargs = PyDict::new(v.py());
+    kwargs.set_item("sort_keys", true)?;
+    let text = json.call_method("dumps", (v,), Some(&kwargs))?;
+    Ok(text.extract::<String>()?.into_bytes())
 }
 
 #[pymethods]
@@ -62,13 +82,63 @@ impl Task {
         self.handle.progress(value)
     }
 
-    /// A tool call started (R5.3): the execution budget applies while it runs.
-    fn tool_started(&self, call_id: &str, name: &str) -> PyResult<()> {
-        self.handle.tool_started(call_id, name).map_err(guard_error)
+    /// Output of the work, as `stallwarden run` reads it: every byte
+    /// counted, each ended line judged; lines that only repeat recent ones
+    /// renew nothing (R5.1, R5.12).
+    fn write(&self, data: &Bound<'_, PyAny>) -> PyResult<()> {
+        let bytes = if let Ok(s) = data.cast::<PyString>() {
+            s.to_cow()?.as_bytes().to_vec()
+        } else if let Ok(b) = data.cast::<PyBytes>() {
+            b.as_bytes().to_vec()
+        } else {
+            return Err(PyValueError::new_err(format!(
+                "data: expected str or bytes, got {}",
+                data.get_type().name()?
+            )));
+        };
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        let mut lines = self.lines.lock();
+        let (judge, counter) = lines.get_or_insert_with(|| {
+            let rec = self.handle.recorder();
+            (rec.repeats().lines(), rec.output_counter())
+        });
+        let v = judge.feed(&bytes);
+        counter.record_as(bytes.len() as u64, v.newlines, v.kind);
+        Ok(())
     }
 
-    /// A tool call finished with "success", "failure" (or "error") or "cancelled".
-    fn tool_finished(&self, call_id: &str, outcome: &str) -> PyResult<()> {
+    /// A tool call started (R5.3): the execution budget applies while it runs.
+    /// With its `input` (str, bytes, or any value as JSON), a start that
+    /// repeats a call in the task's window renews nothing (R5.12).
+    #[pyo3(signature = (call_id, name, input = None))]
+    fn tool_started(
+        &self,
+        call_id: &str,
+        name: &str,
+        input: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        match input {
+            Some(input) => self
+                .handle
+                .tool_started_with(call_id, name, &as_text(input)?),
+            None => self.handle.tool_started(call_id, name),
+        }
+        .map_err(guard_error)
+    }
+
+    /// A tool call finished with "success", "failure" (or "error") or
+    /// "cancelled"; with its `result` (or a digest of it), a call whose
+    /// name, input and result repeat one in the window renews nothing
+    /// (R5.12).
+    #[pyo3(signature = (call_id, outcome, result = None))]
+    fn tool_finished(
+        &self,
+        call_id: &str,
+        outcome: &str,
+        result: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
         let outcome = match outcome {
             "success" => CallOutcome::Success,
             "failure" | "error" => CallOutcome::Error,
@@ -79,9 +149,13 @@ impl Task {
                 )))
             }
         };
-        self.handle
-            .tool_finished(call_id, outcome)
-            .map_err(guard_error)
+        match result {
+            Some(result) => self
+                .handle
+                .tool_finished_with(call_id, outcome, &as_text(result)?),
+            None => self.handle.tool_finished(call_id, outcome),
+        }
+        .map_err(guard_error)
     }
 
     /// Attaches a process group leader to the task (R3.5, R5.5): a guard

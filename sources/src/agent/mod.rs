@@ -23,6 +23,7 @@ pub mod codex;
 pub mod gemini;
 mod names;
 pub mod qwen;
+mod said;
 mod tasks;
 
 pub use names::{call_name, MAX_SHOWN_COMMAND};
@@ -294,6 +295,10 @@ pub struct AgentStream {
     counts: StreamCounts,
     /// Report every fed chunk as output (R5.1) too.
     count_output: bool,
+    /// The task's judge of repetition (R5.12).
+    repeats: watchdog_core::repeat::Repeats,
+    /// The words of the line being handled, reused.
+    words: Vec<u8>,
 }
 
 impl fmt::Debug for AgentStream {
@@ -313,6 +318,8 @@ impl AgentStream {
             format,
             partial: AnthropicStream::new(recorder.clone()),
             tasks: tasks::Tasks::new(recorder.clone()),
+            repeats: recorder.repeats(),
+            words: Vec::new(),
             recorder,
             line: Vec::new(),
             oversized: false,
@@ -321,9 +328,13 @@ impl AgentStream {
         }
     }
 
-    /// Also reports the bytes fed as output (R5.1), for a runner whose
-    /// bytes are not already counted elsewhere; `stallwarden run` counts
-    /// them in its pump and leaves this off.
+    /// Also counts the bytes and lines fed in the task's output totals
+    /// (R5.1), for a runner whose bytes are not already counted elsewhere;
+    /// `stallwarden run` counts them in its pump (a
+    /// [`crate::output::CountingReader::counting_only`]) and leaves this
+    /// off. Either way the stream signals each line by what it says
+    /// (R5.12): a plain line judged as a line of output, text by its
+    /// words, a call by its name, input and result.
     ///
     /// # Examples
     ///
@@ -346,7 +357,9 @@ impl AgentStream {
     pub fn feed(&mut self, mut bytes: &[u8]) {
         if self.count_output && !bytes.is_empty() {
             let lines = memchr::memchr_iter(b'\n', bytes).count() as u64;
-            self.recorder.output(bytes.len() as u64, lines);
+            self.recorder
+                .output_counter()
+                .count(bytes.len() as u64, lines);
         }
         while !bytes.is_empty() {
             let (head, rest, complete) = match memchr::memchr(b'\n', bytes) {
@@ -404,6 +417,8 @@ impl AgentStream {
         if std::mem::take(&mut self.oversized) {
             self.counts.oversized += 1;
             self.counts.plain += 1;
+            // Too long to judge: output, as a line not yet ended is.
+            self.recorder.signal(watchdog_core::SignalKind::Output);
             return;
         }
         let line = std::mem::take(&mut self.line);
@@ -426,26 +441,64 @@ impl AgentStream {
         };
         let Some(value) = value else {
             self.counts.plain += 1;
+            self.plain(line);
             return;
         };
         let mut events = Vec::new();
         self.format.parse(&value, &mut events);
         if events.is_empty() {
             self.counts.plain += 1;
+            self.plain(line);
         } else {
             self.counts.events += 1;
             // A working status holds only until the next event (R5.10).
             self.tasks.release_hold();
         }
+        // R5.12: what the line says is judged, not its raw bytes. A call's
+        // start and end are judged by the core with their input and result;
+        // text by its words; any other event renews as output did.
+        let calls = events.iter().any(|e| {
+            matches!(
+                e,
+                AgentEvent::ToolStarted { .. }
+                    | AgentEvent::ToolFinished { .. }
+                    | AgentEvent::ToolCompleted { .. }
+            )
+        });
+        let text = events.iter().any(|e| matches!(e, AgentEvent::Text));
+        if !calls && text {
+            self.words.clear();
+            said::words(&value, &mut self.words);
+            let kind = self.repeats.said(&self.words, said::text(&value));
+            self.recorder.signal(kind);
+        } else if !calls && !events.is_empty() {
+            self.recorder.signal(watchdog_core::SignalKind::Output);
+        }
         for event in events {
-            self.apply(event);
+            self.apply(event, &value);
         }
     }
 
-    fn apply(&mut self, event: AgentEvent<'_>) {
+    /// A line that is not an event: judged as a line of output.
+    fn plain(&mut self, line: &[u8]) {
+        let kind = self.repeats.line(line);
+        self.recorder.signal(kind);
+    }
+
+    /// The words of the object in `value` that carries call `id`.
+    fn call_words(&mut self, value: &Value, id: &str) -> Vec<u8> {
+        let mut words = Vec::new();
+        if let Some(holder) = said::holder(value, id) {
+            said::words(holder, &mut words);
+        }
+        words
+    }
+
+    fn apply(&mut self, event: AgentEvent<'_>, value: &Value) {
         match event {
             AgentEvent::ToolStarted { id, name, detail } => {
-                self.started(id, &call_name(name, detail));
+                let input = self.call_words(value, id);
+                self.started(id, &call_name(name, detail), &input);
             }
             AgentEvent::ToolCompleted {
                 id,
@@ -458,10 +511,11 @@ impl AgentStream {
                 } else {
                     CallOutcome::Error
                 };
+                let words = self.call_words(value, id);
                 if self.recorder.is_call_in_flight(id) {
-                    self.finished(id, outcome);
+                    self.finished(id, outcome, &words);
                 } else {
-                    self.whole(id, &call_name(name, detail), outcome);
+                    self.whole(id, &call_name(name, detail), outcome, &words);
                 }
             }
             AgentEvent::Working { status } => self.tasks.hold(status),
@@ -497,7 +551,8 @@ impl AgentStream {
                 } else {
                     CallOutcome::Error
                 };
-                self.finished(id, outcome);
+                let result = self.call_words(value, id);
+                self.finished(id, outcome, &result);
             }
             AgentEvent::Partial(event) => {
                 // Rejections are counted on the task by the adapter (`args.`).
@@ -516,14 +571,14 @@ impl AgentStream {
     /// Starts a call on the core's one set of calls in flight, which
     /// checks the id and name and the cap (R10.6); a refusal is counted on
     /// the task (`tools.`).
-    fn started(&mut self, id: &str, name: &str) {
-        if tools::start(&self.recorder, id, name).is_ok() {
+    fn started(&mut self, id: &str, name: &str, input: &[u8]) {
+        if tools::start_with(&self.recorder, id, name, input).is_ok() {
             self.counts.tools_started += 1;
         }
     }
 
-    fn finished(&mut self, id: &str, outcome: CallOutcome) {
-        match tools::finish(&self.recorder, id, outcome) {
+    fn finished(&mut self, id: &str, outcome: CallOutcome, result: &[u8]) {
+        match tools::finish_with(&self.recorder, id, outcome, result) {
             Ok(()) => self.counts.tools_finished += 1,
             // A result for a call that never started (a Codex item that
             // completes without starting, a resumed session): counted.
@@ -537,9 +592,9 @@ impl AgentStream {
 
     /// Records a call reported only as completed: started and finished at
     /// once, so the last call shows it and the in-flight set is untouched.
-    fn whole(&mut self, id: &str, name: &str, outcome: CallOutcome) {
-        let ran = tools::start(&self.recorder, id, name)
-            .and_then(|()| tools::finish(&self.recorder, id, outcome));
+    fn whole(&mut self, id: &str, name: &str, outcome: CallOutcome, words: &[u8]) {
+        let ran = tools::start_with(&self.recorder, id, name, words)
+            .and_then(|()| tools::finish_with(&self.recorder, id, outcome, words));
         if ran.is_ok() {
             self.counts.tools_whole += 1;
         }

@@ -127,6 +127,15 @@ pub(crate) fn details(t: &Value) -> String {
             format!("{} ({}), {when}", text(&call["name"]), text(&call["id"])),
         );
     }
+    if let Some(r) = t.get("repeating") {
+        // R5.12: what only repeats itself since the last progress.
+        let times = format!("{} times in {}", text(&r["count"]), ms(&r["over_ms"]));
+        let said = match r["source"].as_str() {
+            Some("tool-call") => format!("{} returned the same result {times}", text(&r["shown"])),
+            _ => format!("the output repeats \"{}\" {times}", text(&r["shown"])),
+        };
+        field("repeating", said);
+    }
     field(
         "last output",
         t.get("last_output_age_ms")
@@ -324,6 +333,14 @@ mod tests {
             "{d}"
         );
         let two = json!({"name": "x", "state": "working", "phase": "executing", "tools": 2});
+        let looping = json!({"name": "w", "state": "stalled", "phase": "idle",
+            "repeating": {"source": "output", "shown": "waiting...", "count": 9, "over_ms": 9000}});
+        assert!(
+            details(&looping)
+                .contains("repeating      the output repeats \"waiting...\" 9 times in 9.0s"),
+            "{}",
+            details(&looping)
+        );
         assert!(details(&two).contains("executing 2 tools"));
         assert!(rows(&[t]).contains("executing 1 tool "));
     }

@@ -44,6 +44,46 @@ impl OutputCounter {
         self.recorder.signal(SignalKind::Output);
     }
 
+    /// Records output judged by a [`crate::repeat::LineJudge`]: counted
+    /// as any output, and signalled as `kind`, [`SignalKind::Output`] or
+    /// [`SignalKind::Repeat`] (R5.12).
+    ///
+    /// ```
+    /// use watchdog_core::{Guard, ManualClock, Profile, SignalKind};
+    ///
+    /// let guard = Guard::builder().clock(ManualClock::new()).build();
+    /// let task = guard.start("wait", Profile::default()).unwrap();
+    /// let counter = task.recorder().output_counter();
+    /// counter.record_as(11, 1, SignalKind::Repeat);
+    /// let status = task.status().unwrap();
+    /// assert_eq!(status.total_bytes, 11);
+    /// assert!(status.last_of(SignalKind::Output).is_none());
+    /// ```
+    #[inline]
+    pub fn record_as(&self, bytes: u64, lines: u64, kind: SignalKind) {
+        let add = |c: &crate::loom::sync::atomic::AtomicU64, n: u64| {
+            c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+        };
+        add(&self.slot.bytes, bytes);
+        if lines != 0 {
+            add(&self.slot.lines, lines);
+        }
+        self.recorder.signal(kind);
+    }
+
+    /// Counts output without signalling anything: for bytes whose meaning
+    /// another source judges and signals (an agent stream, R5.12).
+    #[inline]
+    pub fn count(&self, bytes: u64, lines: u64) {
+        let add = |c: &crate::loom::sync::atomic::AtomicU64, n: u64| {
+            c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+        };
+        add(&self.slot.bytes, bytes);
+        if lines != 0 {
+            add(&self.slot.lines, lines);
+        }
+    }
+
     /// Returns the recorder of the task this counter feeds.
     pub fn recorder(&self) -> &Recorder {
         &self.recorder

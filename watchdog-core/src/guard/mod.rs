@@ -142,6 +142,7 @@ impl Guard {
         let inner = &self.owner.inner;
         let id = TaskId::from_raw(inner.next_id.fetch_add(1, Ordering::Relaxed));
         let name: Arc<str> = name.into();
+        let repeat_renews = profile.renewed_by.contains(crate::SignalKind::Repeat);
         let cell = {
             let mut s = inner.sched.lock();
             if s.find(&name).is_some() {
@@ -178,6 +179,7 @@ impl Guard {
                 id,
                 name,
                 fast_clock: inner.fast_clock.clone(),
+                repeat_renews,
             },
             guard: self.clone(),
             finished: AtomicBool::new(false),

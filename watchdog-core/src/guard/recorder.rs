@@ -46,6 +46,10 @@ pub struct Recorder {
     /// A copy of the guard's clock when it is the real one, read without a
     /// virtual call on the record path (R9.1).
     pub(super) fast_clock: Option<MonotonicClock>,
+    /// `repeat` is in the profile's `renewed-by` (R5.12): a repeat then
+    /// renews as the output it was before. Kept here, not in the cell,
+    /// which has no room for a ninth stamp.
+    pub(super) repeat_renews: bool,
 }
 
 impl fmt::Debug for Recorder {
@@ -77,12 +81,24 @@ impl Recorder {
     /// assert!(!task.recorder().renews(SignalKind::Cpu));
     /// ```
     pub fn renews(&self, kind: SignalKind) -> bool {
-        self.cell.renews(kind)
+        match kind {
+            SignalKind::Repeat => self.repeat_renews,
+            kind => self.cell.renews(kind),
+        }
     }
 
     /// Records one signal of `kind` now.
+    ///
+    /// A [`SignalKind::Repeat`] has no stamp of its own: it renews as an
+    /// `output` signal when the profile's `renewed-by` holds `repeat`, and
+    /// records nothing otherwise (R5.12).
     #[inline]
     pub fn signal(&self, kind: SignalKind) {
+        let kind = match kind {
+            SignalKind::Repeat if !self.repeat_renews => return,
+            SignalKind::Repeat => SignalKind::Output,
+            kind => kind,
+        };
         // The previous stamp of the kind tells the clock whether its coarse
         // reading can be trusted (R9.5): same cache line as the store.
         let prev = self.cell.last_stamp(kind);
@@ -110,6 +126,37 @@ impl Recorder {
             self.cell.lines.fetch_add(lines, Relaxed);
         }
         self.signal(SignalKind::Output);
+    }
+
+    /// Returns the task's judge of repetition (R5.12), made on first use
+    /// and shared by every source of the task.
+    ///
+    /// ```
+    /// use watchdog_core::{Guard, ManualClock, Profile};
+    ///
+    /// let guard = Guard::builder().clock(ManualClock::new()).build();
+    /// let task = guard.start("wait", Profile::default()).unwrap();
+    /// let mut lines = task.recorder().repeats().lines();
+    /// lines.feed(b"waiting...\nwaiting...\n");
+    /// let r = task.status().unwrap().repeating.unwrap();
+    /// assert_eq!((r.shown.as_str(), r.count), ("waiting...", 2));
+    /// ```
+    pub fn repeats(&self) -> crate::repeat::Repeats {
+        let judge = self
+            .slow(|t, _, _| Ok(t.judge()))
+            // A finished task's sources judge alone: nobody asks any more.
+            .unwrap_or_else(|_| crate::repeat::new_judge());
+        crate::repeat::Repeats::new(judge, self.clone())
+    }
+
+    /// The guard's clock now.
+    pub(crate) fn now(&self) -> Nanos {
+        self.inner.clock.now()
+    }
+
+    /// The task's latest renewal; `Nanos::ZERO` before any.
+    pub(crate) fn last_renewal(&self) -> Nanos {
+        self.cell.last_renewal()
     }
 
     /// Returns a counter for one output source (a pipe reader) of this

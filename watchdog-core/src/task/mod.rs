@@ -95,6 +95,8 @@ struct Cold {
     last_stall: Option<String>,
     /// What the guard's at-stall steps took at the latest stall (R8.14).
     report: Option<crate::at_stall::ReportSlot>,
+    /// The judge of repetition its sources share (R5.12), once one asked.
+    judge: Option<crate::repeat::SharedJudge>,
 }
 
 /// A task's slow state, kept by the scheduler beside the task's cell.
@@ -181,6 +183,27 @@ impl TaskCtl {
     /// Adds a single-writer output counter to the task's totals.
     pub(crate) fn add_counter(&mut self, slot: Arc<CounterSlot>) {
         self.cold_mut().counters.push(slot);
+    }
+
+    /// The judge of repetition the task's sources share (R5.12), made on
+    /// first use.
+    pub(crate) fn judge(&mut self) -> crate::repeat::SharedJudge {
+        Arc::clone(
+            self.cold_mut()
+                .judge
+                .get_or_insert_with(crate::repeat::new_judge),
+        )
+    }
+
+    /// What repeats, if something repeated at or after `since`. Takes the
+    /// judge's lock under the scheduler's (the order `repeat` documents).
+    pub(crate) fn repeating(&self, since: Nanos, now: Nanos) -> Option<crate::repeat::Repeating> {
+        self.cold
+            .as_deref()?
+            .judge
+            .as_ref()?
+            .lock()
+            .repeating(since, now)
     }
 
     fn cold_mut(&mut self) -> &mut Cold {

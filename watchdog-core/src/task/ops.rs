@@ -96,6 +96,7 @@ impl Task<'_> {
         e: Nanos,
         id: &str,
         name: &str,
+        input: Option<u64>,
     ) -> Result<(), GuardError> {
         if self.life == Life::Finished {
             return Err(self.settling_error());
@@ -104,10 +105,15 @@ impl Task<'_> {
             task: self.name.to_string(),
             problem,
         })?;
-        match self.cold_mut().calls.start(e, id, name) {
+        match self.cold_mut().calls.start(e, id, name, input) {
             Ok(()) => Ok(()),
             Err(refusal) => Err(refusal.error(&self.name, id)),
         }
+    }
+
+    /// The name and input digest of call `id`, if it is in flight.
+    pub(crate) fn call_digest(&self, id: &str) -> Option<(String, Option<u64>)> {
+        self.cold.as_deref()?.calls.digest(id)
     }
 
     pub(crate) fn tool_finished(

@@ -159,6 +159,7 @@ impl Task<'_> {
                 .as_deref()
                 .map(|c| c.refused.iter().copied().collect())
                 .unwrap_or_default(),
+            repeating: self.repeating(self.cell.last_renewal(), now),
         }
     }
 }

@@ -200,6 +200,7 @@ impl Task<'_> {
                 children: None,
                 stacks: Vec::new(),
                 on_stall: None,
+                repeating: self.repeating(from, e),
             },
         );
         if terminate_after != 0 && strike >= terminate_after {

@@ -109,19 +109,29 @@ class Task:
         """A streamed tool-argument delta (R5.2)."""
     def output(self, nbytes: int, nlines: int = 0) -> None:
         """Output of the work (R5.1)."""
+    def write(self, data: Union[str, bytes]) -> None:
+        """Output of the work as `stallwarden run` reads it: counted, each
+        ended line judged; lines that only repeat recent ones (clocks,
+        spinner frames and retry counters aside) renew nothing (R5.12)."""
     def heartbeat(self) -> None:
         """The worker is alive (R2.5); progress only if `renewed_by` says so."""
     def progress(self, value: float) -> bool:
         """A progress value; renews only when it rises (R2.6)."""
-    def tool_started(self, call_id: str, name: str) -> None:
+    def tool_started(self, call_id: str, name: str, input: Any = None) -> None:
         """A tool call started: the execution budget applies (R2.2, R5.3).
+
+        With its `input` (str, bytes, or any value as JSON), a start that
+        repeats a call in the task's recent window renews nothing (R5.12).
 
         The engine's one set of calls in flight checks it (R10.6): an empty
         id or name, one longer than 256 bytes, an id already in flight, or a
         start past 1024 calls in flight raises ValueError, with the same
         message as from Rust and Node."""
-    def tool_finished(self, call_id: str, outcome: Literal["success", "failure", "error", "cancelled"]) -> None:
-        """A tool call finished; an unknown id raises ValueError."""
+    def tool_finished(self, call_id: str, outcome: Literal["success", "failure", "error", "cancelled"], result: Any = None) -> None:
+        """A tool call finished; an unknown id raises ValueError. With its
+        `result` (or a digest of it), a call whose name, input and result
+        repeat one in the task's recent window renews nothing, and a stall
+        says `NAME returned the same result N times` (R5.12)."""
     def attach_process(self, pid: int, sample_every: Optional[Duration] = None) -> None:
         """Attaches a process group leader (a tool started in its own session):
         a guard with `process_groups=True` stops its group on a cancel, and
