@@ -30,6 +30,9 @@ pub(crate) fn spawn(
     outputs: &Outputs,
 ) -> Result<Child, (String, u8)> {
     let name = program.to_string_lossy().into_owned();
+    // R8.16: the signals stallwarden ignores for its own writes are the
+    // command's at their default.
+    super::signals::command_defaults(command);
     match command.spawn() {
         Ok(c) => Ok(c),
         Err(e) if e.raw_os_error() == Some(libc::ENOEXEC) => {
@@ -44,6 +47,7 @@ pub(crate) fn spawn(
             if let Some(t) = terminal {
                 t.hook(&mut sh);
             }
+            super::signals::command_defaults(&mut sh);
             sh.spawn().map_err(|e| failure(&name, &e))
         }
         Err(e) => Err(failure(&name, &e)),

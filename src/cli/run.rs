@@ -48,6 +48,8 @@ const STATUS_EVERY: Duration = Duration::from_secs(1);
 
 /// Runs `run`; returns the process exit status (R8.2).
 pub(crate) fn run(args: RunArgs) -> u8 {
+    // R8.16: before any write of ours (the events file is opened below).
+    signals::ignore_file_size_signal();
     match Run::prepare(args) {
         Ok(run) => run.execute(),
         Err(message) => {

@@ -1,0 +1,178 @@
+//! Never blame the command for stallwarden's own limits (R8.16): each case
+//! of issue 45 on real processes, driving the built `stallwarden`, side by
+//! side with GNU `timeout` (/usr/bin/timeout) where it has the case. A
+//! limit on stallwarden's own process (a file-size limit, few descriptors)
+//! is set with setrlimit(2) between fork and exec of the wrapper, as
+//! `ulimit` in a shell does; the command inherits it, as under `timeout`.
+//!
+//! The commands tell their pids in a file (`pid`) in the run's fresh
+//! directory, since their stdout is what is being limited. Waits are
+//! bounded through pidfds, never blind sleeps; the only sleeps are the
+//! commands' own.
+
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::Duration;
+
+mod common;
+use common::{events, stallwarden, types, wait::exits_within, KillOnDrop, BOUND};
+
+/// GNU coreutils' `timeout`, the reference.
+const TIMEOUT: &str = "/usr/bin/timeout";
+
+/// The status as a shell sees it: the code, or 128+N for signal N.
+fn shell_status(s: ExitStatus) -> i32 {
+    s.code()
+        .or_else(|| s.signal().map(|n| 128 + n))
+        .expect("exited or signalled")
+}
+
+/// Sets `resource` to `limit` (soft and hard) in the child before its
+/// exec, as `ulimit` does in a subshell.
+fn limit(cmd: &mut Command, resource: libc::__rlimit_resource_t, limit: u64) {
+    // SAFETY: between fork and exec the closure only calls setrlimit(2),
+    // which is async-signal-safe, on a struct on its own stack.
+    unsafe {
+        cmd.pre_exec(move || {
+            let l = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            if libc::setrlimit(resource, &l) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// The pid a command wrote to `dir/pid` (`echo $$ > pid`), once there.
+fn pid_in(dir: &Path, wrapper: u32) -> u32 {
+    let file = dir.join("pid");
+    common::wait::until(wrapper, BOUND, Duration::from_millis(50), || {
+        std::fs::read_to_string(&file)
+            .ok()
+            .filter(|s| s.ends_with('\n'))
+            .and_then(|s| s.trim().parse().ok())
+    })
+    .unwrap_or_else(|| panic!("the command never wrote its pid"))
+}
+
+/// Runs `wrapper_args... sh -c script` in `dir` with the file-size limit
+/// at `bytes`, stdout to `dir/out` and stderr to this test; returns the
+/// wrapper's status, its stderr and whether the command's pid was gone
+/// by then (bounded).
+fn under_file_size_limit(
+    dir: &Path,
+    mut cmd: Command,
+    bytes: u64,
+    script: &str,
+) -> (ExitStatus, String, bool) {
+    cmd.args(["sh", "-c", script]);
+    common::with_default_signals(&mut cmd);
+    limit(&mut cmd, libc::RLIMIT_FSIZE, bytes);
+    let out = std::fs::File::create(dir.join("out")).unwrap();
+    let child = cmd
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(out))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = pid_in(dir, child.id());
+    let _cleanup = KillOnDrop(vec![pid]);
+    let out = common::finish_within(child, BOUND, "the wrapper");
+    let gone = exits_within(pid, Duration::from_secs(5));
+    (out.status, common::stderr(&out), gone)
+}
+
+// ----------------------------------------------------------- file size
+
+/// Writes 2000 bytes (past a 1 KiB limit on the wrapper's stdout), then
+/// waits in silence.
+const PAST_THE_LIMIT: &str = "echo $$ > pid; head -c 2000 /dev/zero; exec sleep 60";
+
+// R8.16, R8.10: `( ulimit -f 1; stallwarden run --idle 2s -- ... > out )`:
+// stallwarden's own write past the limit fails with EFBIG (said once, as a
+// failing output), it never dies of SIGXFSZ, and the silent command is
+// still stopped at the idle budget: 124 and the command gone, as under
+// `timeout 2`.
+#[test]
+fn r8_16_a_file_size_limit_on_stdout_is_a_failing_output_not_our_death() {
+    let t_dir = tempfile::tempdir().unwrap();
+    let mut t = Command::new(TIMEOUT);
+    t.arg("2");
+    let (ts, _, t_gone) = under_file_size_limit(t_dir.path(), t, 1024, PAST_THE_LIMIT);
+    assert_eq!(shell_status(ts), 124, "timeout");
+    assert!(t_gone);
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = stallwarden(dir.path());
+    s.args(["run", "--idle", "2s", "--"]);
+    let (ss, serr, gone) = under_file_size_limit(dir.path(), s, 1024, PAST_THE_LIMIT);
+    assert_eq!(shell_status(ss), 124, "{serr}");
+    assert!(gone, "the command outlived stallwarden: {serr}");
+    assert_eq!(
+        serr.matches("cannot write the command's stdout").count(),
+        1,
+        "{serr}"
+    );
+    assert!(serr.contains("File too large"), "{serr}");
+    assert!(serr.contains("idle budget 2s exceeded"), "{serr}");
+    // What fitted under the limit was written, nothing more.
+    let out = std::fs::metadata(dir.path().join("out")).unwrap().len();
+    assert_eq!(out, 1024);
+}
+
+// R8.16, R8.7: an `--events` file growing past the limit loses events
+// (said once), never stallwarden: the command is stopped at its budget.
+#[test]
+fn r8_16_an_events_file_past_the_file_size_limit_is_said_not_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = stallwarden(dir.path());
+    s.args(["run", "--idle", "2s", "--events", "ev.jsonl", "--"]);
+    // Silent from the start: no output of the command is written at all.
+    // The `started` line fits under 300 bytes, the `stalled` one does not.
+    let (ss, serr, gone) =
+        under_file_size_limit(dir.path(), s, 300, "echo $$ > pid; exec sleep 60");
+    assert_eq!(shell_status(ss), 124, "{serr}");
+    assert!(gone, "the command outlived stallwarden: {serr}");
+    assert_eq!(serr.matches("events are being lost").count(), 1, "{serr}");
+    assert!(serr.contains("File too large"), "{serr}");
+    assert!(
+        std::fs::metadata(dir.path().join("ev.jsonl"))
+            .unwrap()
+            .len()
+            <= 300
+    );
+    // R8.16: whole lines or none: what the file holds parses line by line.
+    let evs = events(&dir.path().join("ev.jsonl"));
+    assert_eq!(types(&evs).first().map(String::as_str), Some("started"));
+}
+
+// R8.16: the command still meets its own file-size limit as it would
+// without stallwarden: SIGXFSZ is back at its default for it, so `head`
+// writing past the limit dies of it (the shell says 153), as under
+// `timeout`.
+#[test]
+fn r8_16_the_command_keeps_its_own_sigxfsz() {
+    let script = "echo $$ > pid; head -c 2000 /dev/zero > big; echo $?";
+    let mut said = Vec::new();
+    for wrapper in ["timeout", "stallwarden"] {
+        let dir = tempfile::tempdir().unwrap();
+        let cmd = if wrapper == "timeout" {
+            let mut t = Command::new(TIMEOUT);
+            t.arg("20");
+            t
+        } else {
+            let mut s = stallwarden(dir.path());
+            s.args(["run", "--idle", "20s", "--"]);
+            s
+        };
+        let (status, err, _) = under_file_size_limit(dir.path(), cmd, 1024, script);
+        assert_eq!(shell_status(status), 0, "{wrapper}: {err}");
+        said.push(std::fs::read_to_string(dir.path().join("out")).unwrap());
+    }
+    assert_eq!(said, ["153\n", "153\n"]);
+}
