@@ -176,3 +176,91 @@ fn r8_16_the_command_keeps_its_own_sigxfsz() {
     }
     assert_eq!(said, ["153\n", "153\n"]);
 }
+
+// ------------------------------------------------- stallwarden held up
+
+/// Writes 20 000 lines as fast as the pipe takes them.
+const TWENTY_THOUSAND: &str = "i=0; while [ $i -lt 20000 ]; do echo \"line $i\"; i=$((i+1)); done";
+
+// R8.16: `stallwarden run --idle 2s -- GEN | (sleep 6; wc -l)`: a reader
+// downstream that takes 6 s to start holds stallwarden's own write; bytes
+// the command wrote that stallwarden has not passed on are progress, so
+// all 20 000 lines arrive and the status is 0, as under `timeout 20`; no
+// stall line blames the command for the pipe stallwarden holds.
+#[test]
+fn r8_16_a_slow_reader_downstream_is_not_the_commands_silence() {
+    let dir = tempfile::tempdir().unwrap();
+    let sw = env!("CARGO_BIN_EXE_stallwarden");
+    for (wrapper, args) in [(TIMEOUT, "20"), (sw, "run --idle 2s --events ev.jsonl --")] {
+        // The 6 s are the slow reader's own, the scenario itself.
+        let script = format!(
+            "{{ {wrapper} {args} sh -c '{TWENTY_THOUSAND}' 2>err; echo $? > rc; }} \
+             | (sleep 6; wc -l)"
+        );
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", &script])
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        common::with_default_signals(&mut cmd);
+        let out = common::finish_within(cmd.spawn().unwrap(), BOUND, "the pipeline");
+        let err = std::fs::read_to_string(dir.path().join("err")).unwrap();
+        let rc = std::fs::read_to_string(dir.path().join("rc")).unwrap();
+        let lines = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        assert_eq!(
+            (rc.trim(), lines.as_str()),
+            ("0", "20000"),
+            "{wrapper}: {err}"
+        );
+        assert!(err.is_empty(), "{wrapper}: {err}");
+    }
+    let evs = events(&dir.path().join("ev.jsonl"));
+    assert_eq!(types(&evs), ["started", "finished"], "{evs:?}");
+}
+
+// R8.16, R3.10: stallwarden itself stopped (`kill -STOP`) for 3 s under
+// `--idle 2s` while the command writes a line every 200 ms: what waits in
+// the pipe when it runs again was written before the verdict and is read
+// before judging; the time stallwarden did not run is not the command's
+// silence. Four runs at once (the race after SIGCONT is between the
+// verdict and the pump: on the old code 2 runs in 8 ended 124), each
+// ending 0 with all 40 lines.
+#[test]
+fn r8_16_stallwarden_stopped_past_the_budget_does_not_stall_the_command() {
+    let script = "echo start; for i in $(seq 40); do echo $i; sleep 0.2; done";
+    let runs: Vec<_> = (0..4)
+        .map(|n| {
+            std::thread::spawn(move || {
+                let dir = tempfile::tempdir().unwrap();
+                let mut cmd = stallwarden(dir.path());
+                cmd.args(["run", "--idle", "2s", "--", "sh", "-c", script])
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped());
+                common::with_default_signals(&mut cmd);
+                let mut child = cmd.spawn().unwrap();
+                let _cleanup = KillOnDrop(vec![child.id()]);
+                let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+                let mut first = String::new();
+                std::io::BufRead::read_line(&mut stdout, &mut first).unwrap();
+                assert_eq!(first, "start\n", "run {n}");
+                // The scenario: stallwarden does not run for 3 s.
+                let pid = child.id() as i32;
+                // SAFETY: plain syscalls to our own child.
+                unsafe { libc::kill(pid, libc::SIGSTOP) };
+                std::thread::sleep(Duration::from_secs(3));
+                unsafe { libc::kill(pid, libc::SIGCONT) };
+                let mut rest = String::new();
+                std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+                let out = common::finish_within(child, BOUND, "stallwarden");
+                let err = common::stderr(&out);
+                assert_eq!(out.status.code(), Some(0), "run {n}: {err}");
+                assert_eq!(rest.lines().count(), 40, "run {n}: {err}");
+                assert!(err.is_empty(), "run {n}: {err}");
+            })
+        })
+        .collect();
+    for r in runs {
+        r.join().unwrap();
+    }
+}

@@ -32,7 +32,7 @@ use super::aftermath::Aftermath;
 use super::args::RunArgs;
 use super::console::{Console, Stream};
 use super::outputs::Outputs;
-use super::pumps::{OutputLost, OutputSeen, Pump};
+use super::pumps::{OutputLost, OutputSeen, PendingOutput, Pump, PumpWatch};
 use super::reaper::{self, EscapedSignals, OrphanReaper, WithEscaped};
 use super::report::{status_line, Pauses, StopFlag, VerdictLines};
 use super::signals::{self, Incoming};
@@ -301,8 +301,19 @@ impl Run {
             }
         };
         let inodes: std::collections::HashSet<u64> = readers.keys.iter().copied().collect();
+        // R8.16: output on its way through the pumps counts at a verdict;
+        // looked at from before the first byte is read.
+        let watches: Vec<_> = readers
+            .files
+            .iter()
+            .map(|_| Arc::new(PumpWatch::default()))
+            .collect();
+        task.recorder().set_verdict_look(Arc::new(PendingOutput {
+            recorder: task.recorder(),
+            pumps: watches.clone(),
+        }));
         let mut pumps = 0;
-        for (from, to) in readers.files {
+        for ((from, to), watch) in readers.files.into_iter().zip(watches) {
             pumps += 1;
             // R5.10: the agent's JSON lines are on its stdout.
             let tap = (to == Stream::Stdout)
@@ -317,6 +328,7 @@ impl Run {
                 tap,
                 lost: lost.clone(),
                 seen: seen.clone(),
+                watch,
             };
             if let Err(e) = pump.spawn(from) {
                 let to = match to {
