@@ -264,3 +264,115 @@ fn r8_16_stallwarden_stopped_past_the_budget_does_not_stall_the_command() {
         r.join().unwrap();
     }
 }
+
+// ------------------------------------------------------ may not kill
+
+/// A program that makes itself root (it is setuid root), so a user
+/// cannot signal it, ignores SIGTERM, says its pid and waits 60 s.
+const UNKILLABLE_C: &str = r#"
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(void) {
+    if (setuid(0) != 0) { perror("setuid"); return 3; }
+    signal(SIGTERM, SIG_IGN);
+    printf("pids %d\n", (int)getpid());
+    fflush(stdout);
+    for (int i = 0; i < 60; i++) sleep(1);
+    return 0;
+}
+"#;
+
+/// Builds [`UNKILLABLE_C`] as a setuid-root program in `dir` (made
+/// readable by all), or says why it cannot be had here.
+fn setuid_unkillable(dir: &Path) -> Result<std::path::PathBuf, String> {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err("not root: no setuid-root program can be made".into());
+    }
+    if Command::new("setpriv").arg("--version").output().is_err() {
+        return Err("util-linux `setpriv` is not installed".into());
+    }
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let src = dir.join("unkillable.c");
+    let bin = dir.join("unkillable");
+    std::fs::write(&src, UNKILLABLE_C).unwrap();
+    let cc = Command::new("cc")
+        .arg("-o")
+        .arg(&bin)
+        .arg(&src)
+        .output()
+        .map_err(|e| format!("no C compiler: {e}"))?;
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o4755)).unwrap();
+    Ok(bin)
+}
+
+// R8.16: a command that made itself root (a setuid program) ignores
+// SIGTERM and refuses SIGKILL (EPERM) to stallwarden run as `nobody`:
+// both refusals are said in plain words (no raw log lines), and
+// stallwarden gives up once the SIGKILL after the grace period is refused:
+// 137 at about idle + grace, as `timeout -k 1 1` gives 137 at 2 s, where
+// it used to wait for the command's own end.
+#[test]
+fn r8_16_a_command_stallwarden_may_not_kill_is_said_and_given_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = match setuid_unkillable(dir.path()) {
+        Ok(b) => b,
+        Err(why) => {
+            eprintln!("SKIPPED: {why}");
+            return;
+        }
+    };
+    let sw = env!("CARGO_BIN_EXE_stallwarden");
+    let mut results = Vec::new();
+    for wrapper in [
+        &[TIMEOUT, "-k", "1", "1"][..],
+        &[sw, "run", "--idle", "1s", "--grace", "1s", "--"][..],
+    ] {
+        // The command holds the wrapper's stdout and stderr open for a
+        // minute: stderr goes to a file, and only the pids line is read.
+        let err_path = dir.path().join("err");
+        let mut cmd = Command::new("setpriv");
+        cmd.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"])
+            .args(wrapper)
+            .arg(&bin)
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&err_path).unwrap());
+        common::with_default_signals(&mut cmd);
+        let mut child = cmd.spawn().unwrap();
+        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let pids = common::read_pids(&mut stdout);
+        let _cleanup = KillOnDrop(pids.clone());
+        let status = common::wait::child_within(&mut child, BOUND);
+        let err = std::fs::read_to_string(&err_path).unwrap();
+        let Some(status) = status else {
+            let _ = child.kill();
+            panic!("{} did not end within {BOUND:?}: {err}", wrapper[0]);
+        };
+        // It was never stopped: still there once the wrapper is gone.
+        assert!(!exits_within(pids[0], Duration::ZERO), "{}", wrapper[0]);
+        results.push((shell_status(status), err));
+    }
+    assert_eq!(results[0].0, 137, "timeout: {}", results[0].1);
+    let (status, err) = &results[1];
+    assert_eq!(*status, 137, "{err}");
+    assert!(
+        err.contains("cannot stop the command: SIGTERM to its process group")
+            && err.contains("cannot stop the command: SIGKILL to its process group")
+            && err.contains("Operation not permitted")
+            && err.contains("giving up"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("ERROR") && !err.contains(" WARN "),
+        "raw log lines: {err}"
+    );
+}

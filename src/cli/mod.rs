@@ -19,6 +19,7 @@ pub(crate) mod outputs;
 pub(crate) mod pty;
 pub(crate) mod pumps;
 pub(crate) mod reaper;
+pub(crate) mod refused;
 pub(crate) mod report;
 pub(crate) mod run;
 pub(crate) mod signals;

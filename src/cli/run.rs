@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use stallwarden::config::OnLeftover;
 use stallwarden::control::ControlServer;
 use stallwarden::sinks::jsonl::JsonLinesSink;
-use stallwarden::sinks::process::ProcessSink;
+use stallwarden::sinks::process::{GroupSignal, ProcessSink};
 use stallwarden::sources::notify::NotifySocket;
 use stallwarden::sources::procs::ProcessSampler;
 use stallwarden::{Guard, Outcome, Profile, SignalKind, Sink, TaskHandle};
@@ -34,6 +34,7 @@ use super::console::{Console, Stream};
 use super::outputs::Outputs;
 use super::pumps::{OutputLost, OutputSeen, PendingOutput, Pump, PumpWatch};
 use super::reaper::{self, EscapedSignals, OrphanReaper, WithEscaped};
+use super::refused::{Refusals, EXIT_GAVE_UP};
 use super::report::{status_line, Pauses, StopFlag, VerdictLines};
 use super::signals::{self, Incoming};
 use super::stream::Tap;
@@ -136,9 +137,10 @@ impl Run {
         // R8.11: without a pty, a stall before any output hints at buffering.
         let seen = OutputSeen::default();
         let stop = StopFlag::default();
+        let procs = ProcessSink::new();
         let mut builder = Guard::builder()
             .sink(stop.clone())
-            .sink(ProcessSink::new())
+            .sink(procs.clone())
             .sink(EscapedSignals)
             .sink(VerdictLines {
                 console: Arc::clone(&console),
@@ -375,6 +377,8 @@ impl Run {
         // The waiter reaps it from now on.
         drop(child);
 
+        // R8.16: a kill refused is said; a SIGKILL refused ends the wait.
+        let mut refusals = Refusals::watch(procs);
         // R8.9: a signal that arrives once the command has exited, before
         // the waiter's news of it does, is kept for the aftermath: it ends
         // the waits there, as one sent a moment later would.
@@ -394,7 +398,13 @@ impl Run {
             loop {
                 tokio::select! {
                     biased;
-                    status = &mut exit_rx => break status,
+                    status = &mut exit_rx => break Some(status),
+                    report = refusals.recv() => {
+                        console.line(&super::refused::line(&report, self.profile.grace_period));
+                        if report.signal == GroupSignal::Kill {
+                            break None;
+                        }
+                    }
                     sig = incoming.recv() => {
                         if super::jobs::has_exited(pid) {
                             late.get_or_insert(sig);
@@ -439,6 +449,18 @@ impl Run {
                 }
             }
         });
+        let Some(status) = status else {
+            // R8.16: a command stallwarden may not kill: no wait for its
+            // pipes or leftovers, which it holds as long as it likes.
+            drop(terminal);
+            console.clear_status();
+            let _ = task.finish(Outcome::Cancelled, None, None);
+            drop(task);
+            if !guard.flush(FLUSH_BOUND) {
+                console.line("stallwarden: some event sinks did not finish writing");
+            }
+            return EXIT_GAVE_UP;
+        };
         // R8.8: the command's exit ends the judging. Paused, the task takes
         // no verdict while stallwarden waits for pipes and leftovers; a cancel
         // dispatched before this point has set the flag by now.
