@@ -376,3 +376,108 @@ fn r8_16_a_command_stallwarden_may_not_kill_is_said_and_given_up() {
         "raw log lines: {err}"
     );
 }
+
+// ------------------------------------------------- few descriptors
+
+/// Runs `stallwarden run --idle 1s -- true` with `resource` at `n`, as
+/// user `nobody` when `as_nobody` (root ignores the process limit);
+/// returns the status and stderr.
+fn true_under_limit(
+    resource: libc::__rlimit_resource_t,
+    n: u64,
+    as_nobody: bool,
+    wrapper: &[&str],
+) -> (i32, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = if as_nobody {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]);
+        c.args(wrapper);
+        c
+    } else {
+        let mut c = Command::new(wrapper[0]);
+        c.args(&wrapper[1..]);
+        c
+    };
+    cmd.arg("true")
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    common::with_default_signals(&mut cmd);
+    limit(&mut cmd, resource, n);
+    let out = common::finish_within(cmd.spawn().unwrap(), BOUND, wrapper[0]);
+    (shell_status(out.status), common::stderr(&out))
+}
+
+// R8.16: `( ulimit -n N; stallwarden run --idle 1s -- true )` for every N
+// from 4 (below that the loader itself fails) to 24: a 0, or a 125 with a
+// `stallwarden:` line saying the descriptors ran out; never the panic in
+// the signal runtime's set-up (101) it gave at 6 and 7, never a 126
+// blaming the command for stallwarden's own limit.
+#[test]
+fn r8_16_a_low_descriptor_limit_is_125_with_a_message_never_a_panic() {
+    let sw = env!("CARGO_BIN_EXE_stallwarden");
+    let mut seen = Vec::new();
+    for n in 4..=24 {
+        let (status, err) = true_under_limit(
+            libc::RLIMIT_NOFILE,
+            n,
+            false,
+            &[sw, "run", "--idle", "1s", "--"],
+        );
+        assert!(!err.contains("panicked"), "ulimit -n {n}: {err}");
+        match status {
+            0 => {}
+            125 => assert!(
+                err.starts_with("stallwarden: ") && err.contains("Too many open files"),
+                "ulimit -n {n}: {err}"
+            ),
+            s => panic!("ulimit -n {n}: status {s}: {err}"),
+        }
+        seen.push(status);
+    }
+    assert!(seen.contains(&125) && seen.last() == Some(&0), "{seen:?}");
+}
+
+// R8.16: a fork that fails with EAGAIN (the user's process limit) is
+// stallwarden's own failure to start the command: 125, as GNU `timeout`
+// gives, never 126 ("cannot execute"). Run as `nobody` (root ignores the
+// limit), at every limit from 1 to 16: stallwarden's own threads run out
+// first at the lowest ones (125, "cannot start the watchdog"), then the
+// fork (125, "cannot start true"), then a thread after the start (124,
+// the command stopped: R8.9), then nothing.
+#[test]
+fn r8_16_a_fork_failing_with_eagain_is_125_as_under_timeout() {
+    if Command::new("setpriv").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: util-linux `setpriv` is not installed");
+        return;
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED: not root: cannot run as nobody");
+        return;
+    }
+    let (t_status, _) = true_under_limit(libc::RLIMIT_NPROC, 1, true, &[TIMEOUT, "10"]);
+    assert_eq!(t_status, 125, "timeout");
+    let sw = env!("CARGO_BIN_EXE_stallwarden");
+    let mut fork_failed = false;
+    for n in 1..=16 {
+        let (status, err) = true_under_limit(
+            libc::RLIMIT_NPROC,
+            n,
+            true,
+            &[sw, "run", "--idle", "1s", "--"],
+        );
+        assert!(!err.contains("panicked"), "nproc {n}: {err}");
+        assert!(
+            matches!(status, 0 | 124 | 125),
+            "nproc {n}: status {status}: {err}"
+        );
+        if err.contains("cannot start true: Resource temporarily unavailable") {
+            assert_eq!(status, 125, "nproc {n}: {err}");
+            fork_failed = true;
+        }
+    }
+    assert!(fork_failed, "no limit made the fork itself fail");
+}

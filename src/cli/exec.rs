@@ -76,6 +76,18 @@ fn through_sh(original: &Command, path: &Path) -> Command {
 
 /// The message and status for a command that could not be started.
 fn failure(name: &str, e: &io::Error) -> (String, u8) {
+    // R8.16: stallwarden's own limits (no process or descriptor to be had
+    // for the start: a fork failing with EAGAIN, `ulimit -n`) are its
+    // error, 125 as under GNU `timeout`, never the command's 126.
+    if matches!(
+        e.raw_os_error(),
+        Some(libc::EAGAIN | libc::ENOMEM | libc::EMFILE | libc::ENFILE)
+    ) {
+        return (
+            format!("stallwarden: cannot start {name}: {e}"),
+            super::EXIT_ERROR,
+        );
+    }
     if e.kind() != io::ErrorKind::NotFound {
         return (
             format!("stallwarden: {name}: cannot execute: {e}"),

@@ -164,6 +164,13 @@ impl Run {
             }
         };
 
+        // R8.16: tokio's signal driver panics when it cannot have its
+        // socket pair (`ulimit -n 7`): the descriptors it needs are made
+        // sure of first, so a low limit is a 125 with a message.
+        if let Err(e) = spare_descriptors(RUNTIME_DESCRIPTORS) {
+            eprintln!("stallwarden: cannot start the signal runtime: {e}");
+            return EXIT_ERROR;
+        }
         // Signals are caught before the command starts, so a SIGTERM that
         // arrives early is forwarded, not fatal to us alone.
         let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -525,6 +532,22 @@ impl Run {
         drop(notify);
         code
     }
+}
+
+/// Descriptors the signal runtime opens: its epoll and waker, the signal
+/// driver's socket pair and the driver's copy of one end.
+const RUNTIME_DESCRIPTORS: usize = 5;
+
+/// Whether `n` more descriptors can be opened now: opens them and closes
+/// them again; the error (EMFILE) when they cannot.
+fn spare_descriptors(n: usize) -> io::Result<()> {
+    use std::os::fd::AsFd;
+    let stdin = io::stdin();
+    let mut held = Vec::with_capacity(n);
+    for _ in 0..n {
+        held.push(stdin.as_fd().try_clone_to_owned()?);
+    }
+    Ok(())
 }
 
 /// Resolves on the next SIGWINCH, never without one.
