@@ -230,17 +230,29 @@ impl OptionSpec {
         let invalid = |why: String| err(value.to_string(), Some(why));
         let parsed = match self.slot {
             Slot::Budget(_, range) | Slot::Span(_, range) => {
+                // R8.16: a value past every key's limit (100 years) is out
+                // of this key's range: the message quotes this key's.
+                let out_of_range = |e: crate::DurationError| match e {
+                    crate::DurationError::TooLong { text } => ProfileError {
+                        expected: range.text.into(),
+                        ..err(
+                            text.clone(),
+                            Some(format!("duration \"{text}\" is out of range")),
+                        )
+                    },
+                    e => invalid(e.to_string()),
+                };
                 let (limit, found) = match &value {
                     OptionValue::Text(s) => (
-                        s.parse::<Limit>().map_err(|e| invalid(e.to_string()))?,
+                        s.parse::<Limit>().map_err(out_of_range)?,
                         s.trim().to_owned(),
                     ),
                     OptionValue::Int(n) => (
-                        Limit::from_millis(*n as f64).map_err(|e| invalid(e.to_string()))?,
+                        Limit::from_millis(*n as f64).map_err(out_of_range)?,
                         format!("{n}ms"),
                     ),
                     OptionValue::Float(x) => (
-                        Limit::from_millis(*x).map_err(|e| invalid(e.to_string()))?,
+                        Limit::from_millis(*x).map_err(out_of_range)?,
                         format!("{}ms", number(*x)),
                     ),
                     OptionValue::Null | OptionValue::Bool(false) => (Limit::Off, "off".into()),
