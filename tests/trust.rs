@@ -481,3 +481,50 @@ fn r8_16_a_fork_failing_with_eagain_is_125_as_under_timeout() {
     }
     assert!(fork_failed, "no limit made the fork itself fail");
 }
+
+// ------------------------------------------------- death by a signal
+
+// R8.16: a command that died of a signal ends stallwarden with the same
+// signal, as GNU `timeout` re-raises it on itself: a parent that checks
+// WIFSIGNALED sees the death, not an exit of 128+N; with no core file of
+// the wrapper's own (SIGSEGV), and with `finished` written before.
+#[test]
+fn r8_16_a_command_that_died_of_a_signal_ends_stallwarden_with_it() {
+    for sig in [libc::SIGTERM, libc::SIGUSR1, libc::SIGSEGV, libc::SIGKILL] {
+        let script = format!("kill -{sig} $$");
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = Command::new(TIMEOUT);
+        t.args(["20", "sh", "-c", &script]);
+        common::with_default_signals(&mut t);
+        let t_out = common::finish_within(
+            t.stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap(),
+            BOUND,
+            "timeout",
+        );
+        assert_eq!(t_out.status.signal(), Some(sig), "timeout, signal {sig}");
+
+        let mut s = stallwarden(dir.path());
+        s.args(["run", "--events", "ev.jsonl", "--", "sh", "-c", &script]);
+        common::with_default_signals(&mut s);
+        let out = common::finish_within(
+            s.stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap(),
+            BOUND,
+            "stallwarden",
+        );
+        let err = common::stderr(&out);
+        assert_eq!(out.status.signal(), Some(sig), "signal {sig}: {err}");
+        assert!(!out.status.core_dumped(), "signal {sig}: a core of our own");
+        let evs = events(&dir.path().join("ev.jsonl"));
+        let last = evs.last().unwrap();
+        assert_eq!(
+            (&last["type"], &last["signal"]),
+            (&"finished".into(), &sig.into())
+        );
+    }
+}

@@ -52,7 +52,16 @@ pub(crate) fn run(args: RunArgs) -> u8 {
     // R8.16: before any write of ours (the events file is opened below).
     signals::ignore_file_size_signal();
     match Run::prepare(args) {
-        Ok(run) => run.execute(),
+        Ok(run) => {
+            let (code, died_of) = run.execute();
+            // R8.16: a command that died of a signal ends stallwarden with
+            // it, once everything is written and cleaned up, as GNU
+            // `timeout` does; 128+N only if that signal cannot end us.
+            if let Some(sig) = died_of {
+                signals::die_of(sig);
+            }
+            code
+        }
         Err(message) => {
             eprintln!("stallwarden: {message}");
             EXIT_ERROR
@@ -132,7 +141,9 @@ impl Run {
         })
     }
 
-    fn execute(self) -> u8 {
+    /// Runs the command; returns the exit status and, when the command
+    /// died of a signal that the status stands for, that signal.
+    fn execute(self) -> (u8, Option<i32>) {
         let console = Arc::new(Console::new(self.status_line, self.shared));
         // R8.11: without a pty, a stall before any output hints at buffering.
         let seen = OutputSeen::default();
@@ -160,7 +171,7 @@ impl Run {
             Ok(guard) => guard,
             Err(e) => {
                 eprintln!("stallwarden: cannot start the watchdog: {e}");
-                return EXIT_ERROR;
+                return (EXIT_ERROR, None);
             }
         };
 
@@ -169,7 +180,7 @@ impl Run {
         // sure of first, so a low limit is a 125 with a message.
         if let Err(e) = spare_descriptors(RUNTIME_DESCRIPTORS) {
             eprintln!("stallwarden: cannot start the signal runtime: {e}");
-            return EXIT_ERROR;
+            return (EXIT_ERROR, None);
         }
         // Signals are caught before the command starts, so a SIGTERM that
         // arrives early is forwarded, not fatal to us alone.
@@ -180,7 +191,7 @@ impl Run {
             Ok(rt) => rt,
             Err(e) => {
                 eprintln!("stallwarden: cannot start the signal runtime: {e}");
-                return EXIT_ERROR;
+                return (EXIT_ERROR, None);
             }
         };
         // R8.9: every catchable terminating signal, not only INT and TERM.
@@ -188,7 +199,7 @@ impl Run {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("stallwarden: cannot catch signals: {e}");
-                return EXIT_ERROR;
+                return (EXIT_ERROR, None);
             }
         };
 
@@ -218,7 +229,7 @@ impl Run {
                     "a pipe"
                 };
                 eprintln!("stallwarden: cannot open {what} for the command's output: {e}");
-                return EXIT_ERROR;
+                return (EXIT_ERROR, None);
             }
         };
         // R8.1: an interactive command gets the terminal (src/cli/terminal.rs).
@@ -251,7 +262,7 @@ impl Run {
             Ok(c) => c,
             Err((line, code)) => {
                 eprintln!("{line}");
-                return code;
+                return (code, None);
             }
         };
         let pid = child.id();
@@ -270,7 +281,7 @@ impl Run {
                     nix::sys::signal::Signal::SIGKILL,
                 );
                 let _ = child.wait();
-                return EXIT_ERROR;
+                return (EXIT_ERROR, None);
             }
         };
 
@@ -306,7 +317,10 @@ impl Run {
             Ok(r) => r,
             Err(e) => {
                 let why = format!("cannot read the command's output: {e}");
-                return fail_closed(&mut child, &task, &guard, &console, terminal, &why);
+                return (
+                    fail_closed(&mut child, &task, &guard, &console, terminal, &why),
+                    None,
+                );
             }
         };
         let inodes: std::collections::HashSet<u64> = readers.keys.iter().copied().collect();
@@ -345,7 +359,10 @@ impl Run {
                     Stream::Stderr => "stderr",
                 };
                 let why = format!("cannot copy the command's {to}: {e}");
-                return fail_closed(&mut child, &task, &guard, &console, terminal, &why);
+                return (
+                    fail_closed(&mut child, &task, &guard, &console, terminal, &why),
+                    None,
+                );
             }
         }
         drop(done_tx);
@@ -379,7 +396,10 @@ impl Run {
         };
         if let Err(e) = waiter {
             let why = format!("cannot wait for the command: {e}");
-            return fail_closed(&mut child, &task, &guard, &console, terminal, &why);
+            return (
+                fail_closed(&mut child, &task, &guard, &console, terminal, &why),
+                None,
+            );
         }
         // The waiter reaps it from now on.
         drop(child);
@@ -466,7 +486,7 @@ impl Run {
             if !guard.flush(FLUSH_BOUND) {
                 console.line("stallwarden: some event sinks did not finish writing");
             }
-            return EXIT_GAVE_UP;
+            return (EXIT_GAVE_UP, None);
         };
         // R8.8: the command's exit ends the judging. Paused, the task takes
         // no verdict while stallwarden waits for pipes and leftovers; a cancel
@@ -500,6 +520,7 @@ impl Run {
         super::logging::refused_summary(task.status().as_ref());
         console.clear_status();
 
+        let mut died_of = None;
         let code = match status {
             Ok(Ok(status)) => {
                 let (mut outcome, mut code) = settle(status, stopped);
@@ -512,6 +533,9 @@ impl Run {
                     (outcome, code) = (Outcome::Failed, EXIT_OUTPUT_LOST);
                 }
                 let _ = task.finish(outcome, status.code(), status.signal());
+                // R8.16: the status stands for the command's death by a
+                // signal (not our stop, not lost output): end with it.
+                died_of = status.signal().filter(|&sig| i32::from(code) == 128 + sig);
                 code
             }
             Ok(Err(e)) => {
@@ -530,7 +554,7 @@ impl Run {
             console.line("stallwarden: some event sinks did not finish writing");
         }
         drop(notify);
-        code
+        (code, died_of)
     }
 }
 

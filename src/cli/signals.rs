@@ -167,6 +167,31 @@ pub(crate) fn forward(pgid: u32, sig: i32) {
     tracing::info!(signal = sig, pgid, "forwarded a signal to the command");
 }
 
+/// Ends stallwarden with signal `sig`, as GNU `timeout` does when the
+/// command died of it (R8.16): a parent that checks `WIFSIGNALED` sees
+/// the death, not an exit with 128+N. No core file of stallwarden's own
+/// (the command's was its own), the default action restored, the signal
+/// unblocked, then raised. Returns only if `sig` did not end the process
+/// (its default is to ignore or to stop): the caller then exits 128+N.
+pub(crate) fn die_of(sig: i32) {
+    // SAFETY: plain syscalls on this process with valid arguments; a
+    // zeroed sigset is filled by sigemptyset before use.
+    unsafe {
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+        let none = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        libc::setrlimit(libc::RLIMIT_CORE, &none);
+        libc::signal(sig, libc::SIG_DFL);
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, sig);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        libc::raise(sig);
+    }
+}
+
 /// The conventional name of `sig` (`SIGHUP`), or `signal N`.
 pub(crate) fn name(sig: i32) -> String {
     Signal::try_from(sig).map_or_else(|_| format!("signal {sig}"), |s| s.as_str().to_owned())
