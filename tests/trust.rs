@@ -528,3 +528,144 @@ fn r8_16_a_command_that_died_of_a_signal_ends_stallwarden_with_it() {
         );
     }
 }
+
+// ------------------------------------------------- closed outputs
+
+/// Runs `wrapper... sh -c script` with descriptor `fd` closed (`>&-`);
+/// returns the status and stderr (empty when stderr is the closed one).
+fn with_closed(fd: i32, wrapper: &[&str], script: &str) -> (i32, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(wrapper[0]);
+    cmd.args(&wrapper[1..])
+        .args(["sh", "-c", script])
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    common::with_default_signals(&mut cmd);
+    // SAFETY: close(2) between fork and exec is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::close(fd);
+            Ok(())
+        });
+    }
+    let out = common::finish_within(cmd.spawn().unwrap(), BOUND, wrapper[0]);
+    (shell_status(out.status), common::stderr(&out))
+}
+
+// R8.16, R8.10: the command's output to a stdout or stderr closed at the
+// start (`>&-`) is lost: never a 0 as if it had been written (under
+// `timeout` the command's own write fails: 1 or 2); stdout's loss is said
+// once. A command that writes nothing there keeps its 0.
+#[test]
+fn r8_16_output_to_a_closed_stdout_or_stderr_is_not_a_success() {
+    let sw = env!("CARGO_BIN_EXE_stallwarden");
+    let stallwarden = [sw, "run", "--idle", "20s", "--"];
+    let timeout = [TIMEOUT, "20"];
+
+    let (t, _) = with_closed(1, &timeout, "echo hi");
+    assert_eq!(t, 1, "timeout, stdout closed");
+    let (s, err) = with_closed(1, &stallwarden, "echo hi");
+    assert_eq!(s, 1, "{err}");
+    assert_eq!(
+        err.matches("cannot write the command's stdout: Bad file descriptor")
+            .count(),
+        1,
+        "{err}"
+    );
+
+    let (t, _) = with_closed(2, &timeout, "echo hi >&2");
+    assert_ne!(t, 0, "timeout, stderr closed");
+    let (s, _) = with_closed(2, &stallwarden, "echo hi >&2");
+    assert_eq!(s, 1);
+
+    for fd in [1, 2] {
+        assert_eq!(with_closed(fd, &timeout, "true").0, 0);
+        let (s, err) = with_closed(fd, &stallwarden, "true");
+        assert_eq!(s, 0, "fd {fd}: {err}");
+    }
+}
+
+// R8.16, R8.11: `--no-pty` overrides a config's `pty = true`; the last of
+// `--pty` and `--no-pty` wins.
+#[test]
+fn r8_16_no_pty_overrides_the_configs_pty() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("stallwarden.toml"),
+        "[defaults]\npty = true\n",
+    )
+    .unwrap();
+    let probe = "[ -t 1 ] && echo tty || echo pipe";
+    for (flags, want) in [
+        (&[][..], "tty"),
+        (&["--no-pty"][..], "pipe"),
+        (&["--no-pty", "--pty"][..], "tty"),
+        (&["--pty", "--no-pty"][..], "pipe"),
+    ] {
+        let mut args = vec!["run"];
+        args.extend_from_slice(flags);
+        args.extend_from_slice(&["--", "sh", "-c", probe]);
+        let out = common::run(dir.path(), &args);
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(said.trim(), want, "{flags:?}: {}", common::stderr(&out));
+    }
+}
+
+// ------------------------------------------------- plain errors
+
+// R8.16, R7.2: a config's `on-input-wait = 1` lists the words it takes
+// (`stall`, `pause`), as `on-leftover = 1` does (`kill`, `keep`), where
+// serde's derive said "wanted string or table"; `terminate-after = "1"`
+// and `1.0` are refused in a typed file, with what to write.
+#[test]
+fn r8_16_config_mistakes_say_what_to_write() {
+    let dir = tempfile::tempdir().unwrap();
+    for (line, says) in [
+        ("on-input-wait = 1", "expected `stall` or `pause`"),
+        ("on-input-wait = \"wait\"", "expected `stall` or `pause`"),
+        ("on-leftover = 1", "expected `kill` or `keep`"),
+        (
+            "terminate-after = \"1\"",
+            "\"1\" is not a bare integer: write 1",
+        ),
+        (
+            "terminate-after = 1.0",
+            "1.0 is not a bare integer: write 1",
+        ),
+    ] {
+        std::fs::write(
+            dir.path().join("stallwarden.toml"),
+            format!("[defaults]\n{line}\n"),
+        )
+        .unwrap();
+        let out = common::run(dir.path(), &["check"]);
+        let err = common::stderr(&out);
+        assert_eq!(out.status.code(), Some(125), "{line}: {err}");
+        assert!(err.contains("stallwarden.toml:2:"), "{line}: {err}");
+        assert!(err.contains(says), "{line}: {err}");
+    }
+    std::fs::write(
+        dir.path().join("stallwarden.toml"),
+        "[defaults]\non-input-wait = \"pause\"\nterminate-after = 3\n",
+    )
+    .unwrap();
+    assert_eq!(common::run(dir.path(), &["check"]).status.code(), Some(0));
+}
+
+// R8.16: `list --socket` against a server that accepts and never answers
+// says it timed out (after the client's 5 s), not "Resource temporarily
+// unavailable".
+#[test]
+fn r8_16_a_control_socket_that_never_answers_is_said_to_time_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("deaf.sock");
+    // Bound and listening: the connect succeeds, no answer ever comes.
+    let _deaf = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let out = common::run(dir.path(), &["list", "--socket", path.to_str().unwrap()]);
+    let err = common::stderr(&out);
+    assert_eq!(out.status.code(), Some(125), "{err}");
+    assert!(err.contains("timed out after 5s"), "{err}");
+    assert!(!err.contains("temporarily unavailable"), "{err}");
+}

@@ -160,8 +160,13 @@ pub(crate) struct RunArgs {
     /// that buffer a pipe (Python, C stdio) write line by line; they may
     /// also add colours or progress bars [default: off, or the config's
     /// `pty`].
-    #[arg(long)]
+    #[arg(long, overrides_with = "no_pty")]
     pub(crate) pty: bool,
+
+    /// Give the command pipes, not a pseudo-terminal, whatever the
+    /// config's `pty` says (the last of `--pty` and `--no-pty` wins).
+    #[arg(long, overrides_with = "pty")]
+    pub(crate) no_pty: bool,
 
     /// The command to run, and its arguments (after `--`).
     #[arg(required = true, trailing_var_arg = true, value_name = "CMD")]

@@ -136,7 +136,8 @@ impl Run {
                 .on_leftover
                 .map_or(options.on_leftover, OnLeftover::from),
             on_input_wait: args.on_input_wait.map_or(options.on_input_wait, Into::into),
-            pty: args.pty || options.pty,
+            // R8.16: `--no-pty` overrides a config's `pty = true`.
+            pty: args.pty || (options.pty && !args.no_pty),
             shared: super::outputs::same_open_file(libc::STDOUT_FILENO, libc::STDERR_FILENO),
         })
     }

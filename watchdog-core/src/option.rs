@@ -192,6 +192,18 @@ impl OptionSpec {
         matches!(self.slot, Slot::Budget(..) | Slot::Span(..))
     }
 
+    /// Returns whether the key takes a count (`terminate-after`), which a
+    /// typed door such as a config file must give as an integer.
+    ///
+    /// ```
+    /// use watchdog_core::OptionSpec;
+    /// assert!(OptionSpec::find("terminate-after").unwrap().takes_count());
+    /// assert!(!OptionSpec::find("idle").unwrap().takes_count());
+    /// ```
+    pub fn takes_count(&self) -> bool {
+        matches!(self.slot, Slot::Count(..))
+    }
+
     /// Returns what a value of this key must look like, as errors state it.
     pub fn expected(&self) -> Cow<'static, str> {
         match self.slot {
