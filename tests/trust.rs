@@ -379,19 +379,29 @@ fn r8_16_a_command_stallwarden_may_not_kill_is_said_and_given_up() {
 
 // ------------------------------------------------- few descriptors
 
-/// Runs `stallwarden run --idle 1s -- true` with `resource` at `n`, as
-/// user `nobody` when `as_nobody` (root ignores the process limit);
-/// returns the status and stderr.
+/// A user id no account and no other test uses: the process limit counts
+/// every task of the user, so another test's processes as `nobody` would
+/// shift the limits at which this one's fail.
+const LONE_UID: &str = "54321";
+
+/// Runs `wrapper... true` with `resource` at `n`, as user [`LONE_UID`]
+/// when `as_user` (root ignores the process limit); returns the status
+/// and stderr.
 fn true_under_limit(
     resource: libc::__rlimit_resource_t,
     n: u64,
-    as_nobody: bool,
+    as_user: bool,
     wrapper: &[&str],
 ) -> (i32, String) {
     let dir = tempfile::tempdir().unwrap();
-    let mut cmd = if as_nobody {
+    let mut cmd = if as_user {
         let mut c = Command::new("setpriv");
-        c.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]);
+        c.args([
+            &format!("--reuid={LONE_UID}"),
+            &format!("--regid={LONE_UID}"),
+            "--clear-groups",
+            "--",
+        ]);
         c.args(wrapper);
         c
     } else {
@@ -442,8 +452,8 @@ fn r8_16_a_low_descriptor_limit_is_125_with_a_message_never_a_panic() {
 
 // R8.16: a fork that fails with EAGAIN (the user's process limit) is
 // stallwarden's own failure to start the command: 125, as GNU `timeout`
-// gives, never 126 ("cannot execute"). Run as `nobody` (root ignores the
-// limit), at every limit from 1 to 16: stallwarden's own threads run out
+// gives, never 126 ("cannot execute"). Run as a user of its own (root
+// ignores the limit), at every limit from 1 to 16: stallwarden's own threads run out
 // first at the lowest ones (125, "cannot start the watchdog"), then the
 // fork (125, "cannot start true"), then a thread after the start (124,
 // the command stopped: R8.9), then nothing.
@@ -455,7 +465,7 @@ fn r8_16_a_fork_failing_with_eagain_is_125_as_under_timeout() {
     }
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIPPED: not root: cannot run as nobody");
+        eprintln!("SKIPPED: not root: cannot run as another user");
         return;
     }
     let (t_status, _) = true_under_limit(libc::RLIMIT_NPROC, 1, true, &[TIMEOUT, "10"]);
