@@ -553,6 +553,38 @@ pub(crate) fn limit_for(name: &str, v: Limit) -> Option<Duration> {
 mod tests {
     use super::*;
 
+    // R8.16, R10.6: past the 100-year cap, text and numbers alike quote
+    // the key's own range, as Node and Python pass them.
+    #[test]
+    fn past_the_cap_every_value_quotes_the_keys_range() {
+        let deadline = OptionSpec::find("deadline").unwrap();
+        for v in [
+            OptionValue::from("101y"),
+            OptionValue::from("9223372036854775807s"),
+            OptionValue::Float(1e300),
+            OptionValue::Float(999_999_999.0 * 86_400_000.0),
+        ] {
+            let e = deadline
+                .parse("deadline", v.clone())
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with("deadline: duration \""), "{v}: {e}");
+            assert!(
+                e.ends_with("is out of range, expected 1ms..=365days"),
+                "{v}: {e}"
+            );
+        }
+        let grace = OptionSpec::find("grace-period").unwrap();
+        let e = grace
+            .parse("gracePeriod", OptionValue::Float(1e300))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "gracePeriod: duration \"1e300ms\" is out of range, expected 0s..=1h"
+        );
+    }
+
     // R10.6: every key's kebab name is found from its snake and camel forms.
     #[test]
     fn every_key_is_found_in_every_spelling() {
