@@ -299,8 +299,9 @@ const TWO_SLEEPS: &str = "(read -r me _ < /proc/self/stat; sleep 0.5; echo \"pid
 // R8.9, R8.2: HUP, INT, QUIT and TERM sent to the wrapper reach the
 // command's group; the status is 128+N, as `timeout` gives, and every
 // process ends as under `timeout` (a shell's background child ignores INT
-// and QUIT, under both). stallwarden itself never dies of the signal: it
-// exits with the code and writes `finished`.
+// and QUIT, under both). stallwarden itself never dies of the signal while
+// the command runs: it writes `finished`, then, as the command died of
+// it, ends with the same signal, as `timeout` does (R8.16).
 #[test]
 fn r8_9_hup_int_quit_term_reach_the_group_as_under_timeout() {
     for sig in [libc::SIGHUP, libc::SIGINT, libc::SIGQUIT, libc::SIGTERM] {
@@ -317,7 +318,11 @@ fn r8_9_hup_int_quit_term_reach_the_group_as_under_timeout() {
         let (ss, serr) = s.finish();
         assert_eq!(shell_status(ss), shell_status(ts), "signal {sig}: {serr}");
         assert_eq!(shell_status(ss), 128 + sig, "signal {sig}: {serr}");
-        assert_eq!(ss.code(), Some(128 + sig), "stallwarden died of {sig}");
+        assert_eq!(
+            ss.signal(),
+            Some(sig),
+            "R8.16: ends with the command's {sig}"
+        );
         assert_eq!(
             fates(&spids),
             t_fate,
@@ -371,7 +376,8 @@ fn r8_9_usr1_usr2_alrm_realtime_reach_the_group() {
         let spids = s.pids();
         s.signal(sig);
         let (ss, serr) = s.finish();
-        assert_eq!(ss.code(), Some(128 + sig), "signal {sig}: {serr}");
+        assert_eq!(shell_status(ss), 128 + sig, "signal {sig}: {serr}");
+        assert_eq!(ss.signal(), Some(sig), "R8.16: signal {sig}: {serr}");
         assert_eq!(fates(&spids), [false, false], "signal {sig}");
         assert_eq!(s.events().last().unwrap()["signal"], sig);
     }

@@ -389,9 +389,22 @@ fn a_ten_second_output_flood_arrives_unaltered_in_flat_memory() {
     let evs = events(&ev);
     let finished = assert_finished_last(&evs);
     assert_eq!(finished["outcome"], "completed", "{finished}");
-    // Output flowed the whole time: no stall, no heartbeat (R3.7).
+    // Output flowed the whole time: no stall, and no heartbeat while it
+    // flowed (R3.7). A heartbeat before the first byte (python3 starting
+    // for over a second on a loaded machine) or after the last (its exit)
+    // is R3.7's own: the stress run beside two CPU hogs met the first.
     let t = types(&evs);
-    assert_eq!(t, ["started", "finished"], "{t:?}");
+    assert!(
+        t.iter().all(|t| t != "stalled" && t != "cancelling"),
+        "{t:?}"
+    );
+    for hb in evs.iter().filter(|e| e["type"] == "heartbeat") {
+        let bytes = hb["total_bytes"].as_u64().unwrap();
+        assert!(
+            bytes == 0 || bytes == received,
+            "a heartbeat while output flowed, at {bytes} of {received} bytes: {hb}"
+        );
+    }
 }
 
 // R5.1, R10.2: one 1 GiB line with no newline at all passes through whole,
@@ -527,7 +540,8 @@ fn a_command_killed_from_outside_exits_137() {
     assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
     let out = wait_bounded(child);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(137), "{err}");
+    // R8.16: ends with the command's SIGKILL, as `timeout` does.
+    assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{err}");
     let evs = events(&ev);
     let finished = assert_finished_last(&evs);
     assert_eq!(finished["signal"], 9, "{finished}");

@@ -306,7 +306,12 @@ fn into_a_reader_that_leaves(args: &[&str]) -> Option<i32> {
     let mut line = String::new();
     std::io::BufReader::new(read).read_line(&mut line).unwrap();
     assert_eq!(line, "y\n");
-    wait_bounded(child).status.code()
+    // As a shell sees it: the code, or 128+N (R8.16: stallwarden ends with
+    // the signal the command died of).
+    let status = wait_bounded(child).status;
+    status
+        .code()
+        .or_else(|| std::os::unix::process::ExitStatusExt::signal(&status).map(|s| 128 + s))
 }
 
 // R8.10 with R8.11: the one shared pipe still breaks the command's output

@@ -22,7 +22,7 @@ use std::task::{Context, Poll};
 use parking_lot::Mutex;
 use tokio::io::{AsyncRead, ReadBuf};
 use watchdog_core::repeat::LineJudge;
-use watchdog_core::{OutputCounter, Recorder};
+use watchdog_core::{OutputCounter, Recorder, SignalKind};
 
 /// The default size of an output tail: 64 KiB (R5.1).
 pub const DEFAULT_TAIL: usize = 64 * 1024;
@@ -156,6 +156,9 @@ struct Counter {
     lines_judge: LineJudge,
     /// Count only: another source signals what these bytes mean.
     silent: bool,
+    /// How the last read with data was recorded (R5.12); `None` before
+    /// any, or when counting only.
+    last: Option<SignalKind>,
     tail: Option<Tail>,
     bytes: u64,
     lines: u64,
@@ -179,6 +182,7 @@ impl Counter {
             self.lines = self.lines.saturating_add(lines);
             self.output
                 .record_as(data.len() as u64, lines, verdict.kind);
+            self.last = Some(verdict.kind);
         }
         if let Some(tail) = &self.tail {
             tail.push(data);
@@ -215,6 +219,16 @@ macro_rules! reader_accessors {
         pub fn counting_only(mut self) -> Self {
             self.counter.silent = true;
             self
+        }
+
+        /// Returns how the last read with data was recorded:
+        /// [`SignalKind::Output`] for new work, [`SignalKind::Repeat`] for
+        /// lines that only repeat recent ones (R5.12); `None` before any
+        /// read with data, or when [counting only](Self::counting_only).
+        /// A runner that holds bytes it has not judged yet (R8.16) can
+        /// presume them like the last ones.
+        pub fn last_kind(&self) -> Option<SignalKind> {
+            self.counter.last
         }
 
         /// Returns the tail, if one was attached.
@@ -288,6 +302,7 @@ impl<R: io::Read> CountingReader<R> {
                 output: recorder.output_counter(),
                 lines_judge: recorder.repeats().lines(),
                 silent: false,
+                last: None,
                 tail: None,
                 bytes: 0,
                 lines: 0,
@@ -346,6 +361,7 @@ impl<R: AsyncRead + Unpin> AsyncCountingReader<R> {
                 output: recorder.output_counter(),
                 lines_judge: recorder.repeats().lines(),
                 silent: false,
+                last: None,
                 tail: None,
                 bytes: 0,
                 lines: 0,

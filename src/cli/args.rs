@@ -160,7 +160,7 @@ pub(crate) struct RunArgs {
     /// that buffer a pipe (Python, C stdio) write line by line; they may
     /// also add colours or progress bars [default: off, or the config's
     /// `pty`].
-    #[arg(long)]
+    #[arg(long, overrides_with = "no_pty")]
     pub(crate) pty: bool,
 
     /// A shell command run through /bin/sh -c at each stall, before the
@@ -202,6 +202,11 @@ pub(crate) struct RunArgs {
     /// [default: the config's `stacks`].
     #[arg(long)]
     pub(crate) no_stacks: bool,
+
+    /// Give the command pipes, not a pseudo-terminal, whatever the
+    /// config's `pty` says (the last of `--pty` and `--no-pty` wins).
+    #[arg(long, overrides_with = "pty")]
+    pub(crate) no_pty: bool,
 
     /// The command to run, and its arguments (after `--`).
     #[arg(required = true, trailing_var_arg = true, value_name = "CMD")]

@@ -49,6 +49,29 @@ pub(crate) struct Console {
     /// Our stdout and stderr are one open file (R8.11): a write to either
     /// leaves both where it ended.
     shared: bool,
+    /// Our stdout, stderr was closed when stallwarden started (R8.16).
+    closed: [bool; 2],
+}
+
+/// Whether descriptor `fd` was closed when stallwarden started (`>&-`).
+///
+/// Rust's runtime opens `/dev/null` read-write on a standard descriptor it
+/// finds closed, so that nothing else takes its number; a shell's
+/// redirection to `/dev/null` opens it write-only. So `/dev/null` open
+/// read-write on stdout or stderr is taken for closed: writes to it are
+/// lost, and the run must not exit 0 as if they were written (R8.10).
+fn closed_at_start(fd: libc::c_int) -> bool {
+    // SAFETY: fstat fills a stat we own; fcntl reads flags; `fd` is one of
+    // ours (open or not).
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd, &mut st) != 0 || st.st_mode & libc::S_IFMT != libc::S_IFCHR {
+            return false;
+        }
+        let null = libc::makedev(1, 3);
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        st.st_rdev == null && flags >= 0 && flags & libc::O_ACCMODE == libc::O_RDWR
+    }
 }
 
 /// Erases the current terminal line.
@@ -72,6 +95,10 @@ impl Console {
             }),
             status_line,
             shared,
+            closed: [
+                closed_at_start(libc::STDOUT_FILENO),
+                closed_at_start(libc::STDERR_FILENO),
+            ],
         }
     }
 
@@ -87,6 +114,11 @@ impl Console {
     pub(crate) fn command_output(&self, stream: Stream, bytes: &[u8]) -> io::Result<()> {
         if bytes.is_empty() {
             return Ok(());
+        }
+        // R8.16: output to a stream closed at our start (`>&-`) is lost, as
+        // the command's own write would fail without stallwarden.
+        if self.closed[usize::from(stream == Stream::Stderr)] {
+            return Err(io::Error::from_raw_os_error(libc::EBADF));
         }
         let mut s = self.lock();
         Self::erase(&mut s)?;

@@ -30,6 +30,9 @@ pub(crate) fn spawn(
     outputs: &Outputs,
 ) -> Result<Child, (String, u8)> {
     let name = program.to_string_lossy().into_owned();
+    // R8.16: the signals stallwarden ignores for its own writes are the
+    // command's at their default.
+    super::signals::command_defaults(command);
     match command.spawn() {
         Ok(c) => Ok(c),
         Err(e) if e.raw_os_error() == Some(libc::ENOEXEC) => {
@@ -44,6 +47,7 @@ pub(crate) fn spawn(
             if let Some(t) = terminal {
                 t.hook(&mut sh);
             }
+            super::signals::command_defaults(&mut sh);
             sh.spawn().map_err(|e| failure(&name, &e))
         }
         Err(e) => Err(failure(&name, &e)),
@@ -72,6 +76,18 @@ fn through_sh(original: &Command, path: &Path) -> Command {
 
 /// The message and status for a command that could not be started.
 fn failure(name: &str, e: &io::Error) -> (String, u8) {
+    // R8.16: stallwarden's own limits (no process or descriptor to be had
+    // for the start: a fork failing with EAGAIN, `ulimit -n`) are its
+    // error, 125 as under GNU `timeout`, never the command's 126.
+    if matches!(
+        e.raw_os_error(),
+        Some(libc::EAGAIN | libc::ENOMEM | libc::EMFILE | libc::ENFILE)
+    ) {
+        return (
+            format!("stallwarden: cannot start {name}: {e}"),
+            super::EXIT_ERROR,
+        );
+    }
     if e.kind() != io::ErrorKind::NotFound {
         return (
             format!("stallwarden: {name}: cannot execute: {e}"),

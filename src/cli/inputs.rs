@@ -152,12 +152,55 @@ impl Write for EventsFile {
             *self = EventsFile::Open(f);
         }
         match self {
-            EventsFile::Open(f) => f.write(buf),
+            EventsFile::Open(f) => whole_line(f, buf),
             EventsFile::Pending(_) => Err(io::ErrorKind::NotConnected.into()),
         }
     }
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+/// Writes all of `line` or, as far as stallwarden can tell, none of it
+/// (R8.16): a regular file that takes only part of it (a nearly full
+/// disk, a file-size limit) is cut back to where the line began, so the
+/// next append never glues onto half a line. The cut is made only while
+/// the file still ends where the part ended: another run's line appended
+/// meanwhile is never touched. Returns the error that stopped the line.
+fn whole_line(f: &mut File, line: &[u8]) -> io::Result<usize> {
+    let mut done = 0;
+    while done < line.len() {
+        match f.write(&line[done..]) {
+            Ok(0) => {
+                cut_back(f, done);
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                cut_back(f, done);
+                return Err(e);
+            }
+        }
+    }
+    Ok(done)
+}
+
+/// Removes the last `written` bytes of `f` if they are still its end.
+fn cut_back(f: &mut File, written: usize) {
+    use std::io::Seek;
+    if written == 0 {
+        return;
+    }
+    let Ok(meta) = f.metadata() else { return };
+    if !meta.is_file() {
+        // A FIFO's bytes are gone to its reader.
+        return;
+    }
+    // With O_APPEND the offset is where our last write ended.
+    let Ok(end) = f.stream_position() else { return };
+    if meta.len() == end {
+        let _ = f.set_len(end.saturating_sub(written as u64));
     }
 }

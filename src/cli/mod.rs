@@ -20,6 +20,7 @@ pub(crate) mod outputs;
 pub(crate) mod pty;
 pub(crate) mod pumps;
 pub(crate) mod reaper;
+pub(crate) mod refused;
 pub(crate) mod report;
 pub(crate) mod restart;
 pub(crate) mod run;
@@ -46,10 +47,12 @@ pub(crate) const EXIT_OUTPUT_LOST: u8 = 1;
 /// (R8.9): a comma-separated list of `pump`, `waiter`; `slow-waiter` makes
 /// the waiter look for the exit 3 s late, so a test can send a signal
 /// between the exit and the news of it. Not documented for users; the
-/// command never sees it.
+/// command never sees it. Read only in a build with debug assertions (the
+/// one the tests drive): a release binary ignores it (R8.16).
 pub(crate) const FAIL_VAR: &str = "STALLWARDEN_TEST_FAIL";
 
-/// Whether [`FAIL_VAR`] names `point`.
+/// Whether [`FAIL_VAR`] names `point`; always false in a release build.
 pub(crate) fn failpoint(point: &str) -> bool {
-    std::env::var(FAIL_VAR).is_ok_and(|v| v.split(',').any(|p| p.trim() == point))
+    cfg!(debug_assertions)
+        && std::env::var(FAIL_VAR).is_ok_and(|v| v.split(',').any(|p| p.trim() == point))
 }

@@ -164,9 +164,15 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 /// The pumps' sources (see [`Outputs::readers`]).
 #[derive(Default)]
 pub(crate) struct Readers {
-    pub(crate) files: Vec<(Box<dyn Read + Send>, Stream)>,
+    pub(crate) files: Vec<(Box<dyn OutputReader>, Stream)>,
     pub(crate) keys: Vec<u64>,
 }
+
+/// The read end of one of the command's outputs, for a pump: its
+/// descriptor is polled and looked at before verdicts (R8.16).
+pub(crate) trait OutputReader: Read + std::os::fd::AsRawFd + Send {}
+
+impl<T: Read + std::os::fd::AsRawFd + Send> OutputReader for T {}
 
 /// Whether descriptors `a` and `b` are the same open file description (as
 /// after `dup`, or a shell's `2>&1`), not merely the same file opened

@@ -157,6 +157,12 @@ impl Read for MasterReader {
     }
 }
 
+impl std::os::fd::AsRawFd for MasterReader {
+    fn as_raw_fd(&self) -> libc::c_int {
+        self.fd
+    }
+}
+
 impl Drop for MasterReader {
     fn drop(&mut self) {
         lock(&self.master).take();

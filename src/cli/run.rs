@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use stallwarden::config::OnLeftover;
 use stallwarden::control::ControlServer;
 use stallwarden::sinks::jsonl::JsonLinesSink;
-use stallwarden::sinks::process::ProcessSink;
+use stallwarden::sinks::process::{GroupSignal, ProcessSink};
 use stallwarden::sources::notify::NotifySocket;
 use stallwarden::sources::procs::ProcessSampler;
 use stallwarden::{Guard, Outcome, Profile, SignalKind, Sink, TaskHandle};
@@ -32,8 +32,9 @@ use super::aftermath::Aftermath;
 use super::args::RunArgs;
 use super::console::{Console, Stream};
 use super::outputs::Outputs;
-use super::pumps::{OutputLost, OutputSeen, Pump};
+use super::pumps::{OutputLost, OutputSeen, PendingOutput, Pump, PumpWatch};
 use super::reaper::{self, EscapedSignals, OrphanReaper, WithEscaped};
+use super::refused::{Refusals, EXIT_GAVE_UP};
 use super::report::{status_line, Pauses, StopFlag, VerdictLines};
 use super::signals::{self, Incoming};
 use super::stream::Tap;
@@ -50,13 +51,25 @@ const STATUS_EVERY: Duration = Duration::from_secs(1);
 /// "on-stall"`, again after each stall that stopped it (R8.15,
 /// src/cli/restart.rs).
 pub(crate) fn run(args: RunArgs) -> u8 {
+    // R8.16: before any write of ours (the events file is opened below).
+    signals::ignore_file_size_signal();
     super::restart::supervise(args, attempt)
 }
 
 /// One run of the command; returns its exit status (R8.2).
 fn attempt(args: RunArgs, attempt: super::restart::Attempt) -> u8 {
     match Run::prepare(args) {
-        Ok(run) => run.execute(attempt),
+        Ok(run) => {
+            let (code, died_of) = run.execute(attempt);
+            // R8.16: a command that died of a signal ends stallwarden with
+            // it, once everything is written and cleaned up, as GNU
+            // `timeout` does; 128+N only if that signal cannot end us. Such
+            // a run is never one a restart follows (only a stall is).
+            if let Some(sig) = died_of {
+                signals::die_of(sig);
+            }
+            code
+        }
         Err(message) => {
             eprintln!("stallwarden: {message}");
             EXIT_ERROR
@@ -141,20 +154,24 @@ impl Run {
                 .on_leftover
                 .map_or(options.on_leftover, OnLeftover::from),
             on_input_wait: args.on_input_wait.map_or(options.on_input_wait, Into::into),
-            pty: args.pty || options.pty,
+            // R8.16: `--no-pty` overrides a config's `pty = true`.
+            pty: args.pty || (options.pty && !args.no_pty),
             shared: super::outputs::same_open_file(libc::STDOUT_FILENO, libc::STDERR_FILENO),
             at_verdict,
         })
     }
 
-    fn execute(self, attempt: super::restart::Attempt) -> u8 {
+    /// Runs the command; returns the exit status and, when the command
+    /// died of a signal that the status stands for, that signal.
+    fn execute(self, attempt: super::restart::Attempt) -> (u8, Option<i32>) {
         let console = Arc::new(Console::new(self.status_line, self.shared));
         // R8.11: without a pty, a stall before any output hints at buffering.
         let seen = OutputSeen::default();
         let stop = StopFlag::default();
+        let procs = ProcessSink::new();
         let mut builder = Guard::builder()
             .sink(stop.clone())
-            .sink(ProcessSink::new())
+            .sink(procs.clone())
             .sink(EscapedSignals)
             .sink(VerdictLines {
                 console: Arc::clone(&console),
@@ -179,10 +196,17 @@ impl Run {
             Ok(guard) => guard,
             Err(e) => {
                 eprintln!("stallwarden: cannot start the watchdog: {e}");
-                return EXIT_ERROR;
+                return (EXIT_ERROR, None);
             }
         };
 
+        // R8.16: tokio's signal driver panics when it cannot have its
+        // socket pair (`ulimit -n 7`): the descriptors it needs are made
+        // sure of first, so a low limit is a 125 with a message.
+        if let Err(e) = spare_descriptors(RUNTIME_DESCRIPTORS) {
+            eprintln!("stallwarden: cannot start the signal runtime: {e}");
+            return (EXIT_ERROR, None);
+        }
         // Signals are caught before the command starts, so a SIGTERM that
         // arrives early is forwarded, not fatal to us alone.
         let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -192,7 +216,7 @@ impl Run {
             Ok(rt) => rt,
             Err(e) => {
                 eprintln!("stallwarden: cannot start the signal runtime: {e}");
-                return EXIT_ERROR;
+                return (EXIT_ERROR, None);
             }
         };
         // R8.9: every catchable terminating signal, not only INT and TERM.
@@ -200,7 +224,7 @@ impl Run {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("stallwarden: cannot catch signals: {e}");
-                return EXIT_ERROR;
+                return (EXIT_ERROR, None);
             }
         };
 
@@ -230,7 +254,7 @@ impl Run {
                     "a pipe"
                 };
                 eprintln!("stallwarden: cannot open {what} for the command's output: {e}");
-                return EXIT_ERROR;
+                return (EXIT_ERROR, None);
             }
         };
         // R8.1: an interactive command gets the terminal (src/cli/terminal.rs).
@@ -263,7 +287,7 @@ impl Run {
             Ok(c) => c,
             Err((line, code)) => {
                 eprintln!("{line}");
-                return code;
+                return (code, None);
             }
         };
         let pid = child.id();
@@ -282,7 +306,7 @@ impl Run {
                     nix::sys::signal::Signal::SIGKILL,
                 );
                 let _ = child.wait();
-                return EXIT_ERROR;
+                return (EXIT_ERROR, None);
             }
         };
 
@@ -321,12 +345,26 @@ impl Run {
             Ok(r) => r,
             Err(e) => {
                 let why = format!("cannot read the command's output: {e}");
-                return fail_closed(&mut child, &task, &guard, &console, terminal, &why);
+                return (
+                    fail_closed(&mut child, &task, &guard, &console, terminal, &why),
+                    None,
+                );
             }
         };
         let inodes: std::collections::HashSet<u64> = readers.keys.iter().copied().collect();
+        // R8.16: output on its way through the pumps counts at a verdict;
+        // looked at from before the first byte is read.
+        let watches: Vec<_> = readers
+            .files
+            .iter()
+            .map(|_| Arc::new(PumpWatch::default()))
+            .collect();
+        task.recorder().set_verdict_look(Arc::new(PendingOutput {
+            recorder: task.recorder(),
+            pumps: watches.clone(),
+        }));
         let mut pumps = 0;
-        for (from, to) in readers.files {
+        for ((from, to), watch) in readers.files.into_iter().zip(watches) {
             pumps += 1;
             // R5.10: the agent's JSON lines are on its stdout.
             let tap = (to == Stream::Stdout)
@@ -341,6 +379,7 @@ impl Run {
                 tap,
                 lost: lost.clone(),
                 seen: seen.clone(),
+                watch,
             };
             if let Err(e) = pump.spawn(from) {
                 let to = match to {
@@ -348,7 +387,10 @@ impl Run {
                     Stream::Stderr => "stderr",
                 };
                 let why = format!("cannot copy the command's {to}: {e}");
-                return fail_closed(&mut child, &task, &guard, &console, terminal, &why);
+                return (
+                    fail_closed(&mut child, &task, &guard, &console, terminal, &why),
+                    None,
+                );
             }
         }
         drop(done_tx);
@@ -382,11 +424,16 @@ impl Run {
         };
         if let Err(e) = waiter {
             let why = format!("cannot wait for the command: {e}");
-            return fail_closed(&mut child, &task, &guard, &console, terminal, &why);
+            return (
+                fail_closed(&mut child, &task, &guard, &console, terminal, &why),
+                None,
+            );
         }
         // The waiter reaps it from now on.
         drop(child);
 
+        // R8.16: a kill refused is said; a SIGKILL refused ends the wait.
+        let mut refusals = Refusals::watch(procs);
         // R8.9: a signal that arrives once the command has exited, before
         // the waiter's news of it does, is kept for the aftermath: it ends
         // the waits there, as one sent a moment later would.
@@ -406,7 +453,13 @@ impl Run {
             loop {
                 tokio::select! {
                     biased;
-                    status = &mut exit_rx => break status,
+                    status = &mut exit_rx => break Some(status),
+                    report = refusals.recv() => {
+                        console.line(&super::refused::line(&report, self.profile.grace_period));
+                        if report.signal == GroupSignal::Kill {
+                            break None;
+                        }
+                    }
                     sig = incoming.recv() => {
                         if super::jobs::has_exited(pid) {
                             late.get_or_insert(sig);
@@ -453,6 +506,18 @@ impl Run {
                 }
             }
         });
+        let Some(status) = status else {
+            // R8.16: a command stallwarden may not kill: no wait for its
+            // pipes or leftovers, which it holds as long as it likes.
+            drop(terminal);
+            console.clear_status();
+            let _ = task.finish(Outcome::Cancelled, None, None);
+            drop(task);
+            if !guard.flush(FLUSH_BOUND) {
+                console.line("stallwarden: some event sinks did not finish writing");
+            }
+            return (EXIT_GAVE_UP, None);
+        };
         // R8.8: the command's exit ends the judging. Paused, the task takes
         // no verdict while stallwarden waits for pipes and leftovers; a cancel
         // dispatched before this point has set the flag by now.
@@ -485,6 +550,7 @@ impl Run {
         super::logging::refused_summary(task.status().as_ref());
         console.clear_status();
 
+        let mut died_of = None;
         let code = match status {
             Ok(Ok(status)) => {
                 let (mut outcome, mut code) = settle(status, stopped);
@@ -497,6 +563,9 @@ impl Run {
                     (outcome, code) = (Outcome::Failed, EXIT_OUTPUT_LOST);
                 }
                 let _ = task.finish(outcome, status.code(), status.signal());
+                // R8.16: the status stands for the command's death by a
+                // signal (not our stop, not lost output): end with it.
+                died_of = status.signal().filter(|&sig| i32::from(code) == 128 + sig);
                 code
             }
             Ok(Err(e)) => {
@@ -515,8 +584,24 @@ impl Run {
             console.line("stallwarden: some event sinks did not finish writing");
         }
         drop(notify);
-        code
+        (code, died_of)
     }
+}
+
+/// Descriptors the signal runtime opens: its epoll and waker, the signal
+/// driver's socket pair and the driver's copy of one end.
+const RUNTIME_DESCRIPTORS: usize = 5;
+
+/// Whether `n` more descriptors can be opened now: opens them and closes
+/// them again; the error (EMFILE) when they cannot.
+fn spare_descriptors(n: usize) -> io::Result<()> {
+    use std::os::fd::AsFd;
+    let stdin = io::stdin();
+    let mut held = Vec::with_capacity(n);
+    for _ in 0..n {
+        held.push(stdin.as_fd().try_clone_to_owned()?);
+    }
+    Ok(())
 }
 
 /// Resolves on the next SIGWINCH, never without one.

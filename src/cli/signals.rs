@@ -10,7 +10,10 @@
 //! - SIGPIPE and SIGXFSZ are not caught: stallwarden's own writes raise them
 //!   (a reader gone, a file size limit), and a write error is handled per
 //!   stream instead (R8.10, src/cli/pumps.rs), never as a signal to the
-//!   whole group.
+//!   whole group. Both are ignored in stallwarden itself (SIGPIPE by Rust's
+//!   runtime, SIGXFSZ by [`ignore_file_size_signal`]), so such a write
+//!   fails with EPIPE or EFBIG instead of killing the watchdog (R8.16);
+//!   the command gets them back at their default before its exec.
 //! - The fault signals (SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE, SIGSEGV,
 //!   SIGSYS) are left alone: they mean stallwarden itself faulted.
 //! - As `timeout` does since 9.9, a signal ignored when stallwarden starts
@@ -21,6 +24,9 @@
 //! loop and the aftermath (R8.5, R8.6) wait on it alike.
 
 use std::io;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
@@ -90,6 +96,42 @@ impl Incoming {
     }
 }
 
+/// Whether SIGXFSZ was already ignored when stallwarden started: then the
+/// command inherits the ignore, as it would without stallwarden.
+static XFSZ_IGNORED_AT_START: AtomicBool = AtomicBool::new(false);
+
+/// Ignores SIGXFSZ in stallwarden (R8.16): a file-size limit (`ulimit -f`)
+/// on its stdout, stderr or `--events` file makes the write fail with
+/// EFBIG, a failing output said once (R8.10), instead of killing
+/// stallwarden and leaving the command unwatched. Call before any write;
+/// [`command_defaults`] gives the command the disposition stallwarden
+/// started with.
+pub(crate) fn ignore_file_size_signal() {
+    XFSZ_IGNORED_AT_START.store(ignored_at_start(libc::SIGXFSZ), Ordering::SeqCst);
+    // SAFETY: installing SIG_IGN has no memory preconditions.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+}
+
+/// Makes `command` start with SIGXFSZ at its default again (unless it was
+/// ignored when stallwarden started): an ignored signal stays ignored
+/// across exec, and the command must die of its own file-size limit as it
+/// would without stallwarden.
+pub(crate) fn command_defaults(command: &mut Command) {
+    if XFSZ_IGNORED_AT_START.load(Ordering::SeqCst) {
+        return;
+    }
+    // SAFETY: between fork and exec the closure only calls signal(2),
+    // which is async-signal-safe.
+    unsafe {
+        command.pre_exec(|| {
+            libc::signal(libc::SIGXFSZ, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+}
+
 /// Whether `sig` is ignored (`SIG_IGN`) in this process now.
 fn ignored_at_start(sig: i32) -> bool {
     // SAFETY: a null new action only reads the current one into `old`,
@@ -123,6 +165,31 @@ pub(crate) fn forward(pgid: u32, sig: i32) {
         let _ = killpg(group, Signal::SIGCONT);
     }
     tracing::info!(signal = sig, pgid, "forwarded a signal to the command");
+}
+
+/// Ends stallwarden with signal `sig`, as GNU `timeout` does when the
+/// command died of it (R8.16): a parent that checks `WIFSIGNALED` sees
+/// the death, not an exit with 128+N. No core file of stallwarden's own
+/// (the command's was its own), the default action restored, the signal
+/// unblocked, then raised. Returns only if `sig` did not end the process
+/// (its default is to ignore or to stop): the caller then exits 128+N.
+pub(crate) fn die_of(sig: i32) {
+    // SAFETY: plain syscalls on this process with valid arguments; a
+    // zeroed sigset is filled by sigemptyset before use.
+    unsafe {
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+        let none = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        libc::setrlimit(libc::RLIMIT_CORE, &none);
+        libc::signal(sig, libc::SIG_DFL);
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, sig);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        libc::raise(sig);
+    }
 }
 
 /// The conventional name of `sig` (`SIGHUP`), or `signal N`.

@@ -360,8 +360,7 @@ impl Default for RunOptions {
 /// assert_eq!(config.run_options(None).unwrap().on_input_wait, OnInputWait::Pause);
 /// assert_eq!(OnInputWait::Pause.as_str(), "pause");
 /// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum OnInputWait {
     /// Budgets keep running (the default).
     #[default]
@@ -426,8 +425,7 @@ impl Restart {
 /// assert_eq!(OnLeftover::default(), OnLeftover::Kill);
 /// assert_eq!(OnLeftover::Keep.as_str(), "keep");
 /// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum OnLeftover {
     /// SIGTERM, then SIGKILL after the grace period (the default).
     #[default]
@@ -549,6 +547,57 @@ fn with_key_hint(message: &str, path: &str) -> String {
         out.push_str(&format!("; expected one of {}", valid.join(", ")));
     }
     out
+}
+
+/// Deserializes a config word: a string, one of `words` (R8.16: whatever
+/// the wrong value's type, the error lists the words, where serde's derive
+/// said only "wanted string or table" for a number).
+fn word<'de, D, T: Copy>(
+    d: D,
+    words: &'static [(&'static str, T)],
+    expected: &'static str,
+) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    struct Word<T: 'static> {
+        words: &'static [(&'static str, T)],
+        expected: &'static str,
+    }
+    impl<T: Copy> serde::de::Visitor<'_> for Word<T> {
+        type Value = T;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.expected)
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<T, E> {
+            self.words
+                .iter()
+                .find(|(w, _)| *w == v)
+                .map(|(_, t)| *t)
+                .ok_or_else(|| E::invalid_value(serde::de::Unexpected::Str(v), &self))
+        }
+    }
+    d.deserialize_any(Word { words, expected })
+}
+
+impl<'de> serde::Deserialize<'de> for OnInputWait {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        word(
+            d,
+            &[("stall", OnInputWait::Stall), ("pause", OnInputWait::Pause)],
+            "`stall` or `pause`",
+        )
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for OnLeftover {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        word(
+            d,
+            &[("kill", OnLeftover::Kill), ("keep", OnLeftover::Keep)],
+            "`kill` or `keep`",
+        )
+    }
 }
 
 #[cfg(test)]

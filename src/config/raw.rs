@@ -162,6 +162,22 @@ fn option_value(
             "a bare number {n} could mean seconds or milliseconds: write \"{n}s\" or \"{n}ms\""
         )),
     };
+    // R8.16: a count is an integer in a typed file: "3" and 3.0, which
+    // the core takes from the flags (text) and Node (numbers), are refused
+    // here with what to write; other wrong values get the core's message.
+    let integral = match v {
+        toml::Value::String(s) => s.trim().parse::<i64>().ok().map(|n| n.to_string()),
+        toml::Value::Float(x) if x.fract() == 0.0 && x.abs() < 1e15 => Some(format!("{x:.0}")),
+        _ => None,
+    };
+    if let Some(n) = integral.filter(|_| spec.takes_count()) {
+        return Err(ProfileError {
+            key: key.to_owned().into(),
+            found: v.to_string(),
+            expected: spec.expected(),
+            why: Some(format!("{v} is not a bare integer: write {n}")),
+        });
+    }
     Ok(match v {
         toml::Value::String(s) => OptionValue::Text(s.clone()),
         toml::Value::Integer(n) if spec.takes_duration() && *n > 0 => {

@@ -82,12 +82,23 @@ impl std::error::Error for DurationError {}
 ///     parse_duration("-1s").unwrap_err().to_string(),
 ///     "invalid duration \"-1s\" (a duration cannot be negative)"
 /// );
+/// // Digits apart with no unit between them are a mistake, not "1m 30s".
+/// assert!(parse_duration("1 30m").unwrap_err().to_string().contains("its own unit"));
 /// ```
 pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     if text.trim_start().starts_with('-') {
         return Err(DurationError::Invalid {
             text: text.to_owned(),
             why: "a duration cannot be negative".into(),
+        });
+    }
+    // R8.16: humantime reads "1 2 3s" as 2m 3s and "1 30m" as 130
+    // minutes; a number followed by spaces and another number lacks its
+    // unit.
+    if digits_apart(text) {
+        return Err(DurationError::Invalid {
+            text: text.to_owned(),
+            why: "each number needs its own unit, as in \"1h 30m\"".into(),
         });
     }
     let d = humantime::parse_duration(text.trim()).map_err(|e| match e {
@@ -103,6 +114,27 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     check_duration(d).map_err(|_| DurationError::TooLong {
         text: text.to_owned(),
     })
+}
+
+/// Whether a digit is followed, past whitespace only, by another digit.
+fn digits_apart(text: &str) -> bool {
+    let mut after_digit_space = false;
+    let mut last_digit = false;
+    for c in text.chars() {
+        if c.is_ascii_digit() {
+            if after_digit_space {
+                return true;
+            }
+            last_digit = true;
+        } else if c.is_whitespace() {
+            after_digit_space |= last_digit;
+            last_digit = false;
+        } else {
+            after_digit_space = false;
+            last_digit = false;
+        }
+    }
+    false
 }
 
 /// Checks a duration given as a number (milliseconds from Node or Python,
@@ -191,6 +223,20 @@ fn after(now: std::time::Instant, d: Duration) -> std::time::Instant {
 
 #[cfg(test)]
 mod tests {
+    // R8.16: digits separated by spaces are an error, wherever they are;
+    // a number and its unit may still stand apart.
+    #[test]
+    fn digits_separated_by_spaces_are_refused() {
+        for bad in ["1 2 3s", "1 30m", "1h 2 3s", " 5 \t 5s"] {
+            assert!(digits_apart(bad), "{bad}");
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+        for good in ["1h 30m", "90s", "1 h", "1.5h", "2m 3s", "3"] {
+            assert!(!digits_apart(good), "{good}");
+        }
+        assert_eq!(parse_duration("1 h"), Ok(Duration::from_secs(3600)));
+    }
+
     use super::*;
 
     // R8.12: the values that overflowed an Instant are refused with the range.

@@ -89,5 +89,5 @@ pub use status::{
     BackgroundKind, BackgroundTask, BudgetStatus, CallOutcome, LastCall, Phase, Stamp, TaskState,
     TaskStatus,
 };
-pub use task::ChildProbe;
+pub use task::{ChildProbe, VerdictLook};
 pub use value::{Limit, OptionValue};

@@ -192,6 +192,18 @@ impl OptionSpec {
         matches!(self.slot, Slot::Budget(..) | Slot::Span(..))
     }
 
+    /// Returns whether the key takes a count (`terminate-after`), which a
+    /// typed door such as a config file must give as an integer.
+    ///
+    /// ```
+    /// use watchdog_core::OptionSpec;
+    /// assert!(OptionSpec::find("terminate-after").unwrap().takes_count());
+    /// assert!(!OptionSpec::find("idle").unwrap().takes_count());
+    /// ```
+    pub fn takes_count(&self) -> bool {
+        matches!(self.slot, Slot::Count(..))
+    }
+
     /// Returns what a value of this key must look like, as errors state it.
     pub fn expected(&self) -> Cow<'static, str> {
         match self.slot {
@@ -230,17 +242,29 @@ impl OptionSpec {
         let invalid = |why: String| err(value.to_string(), Some(why));
         let parsed = match self.slot {
             Slot::Budget(_, range) | Slot::Span(_, range) => {
+                // R8.16: a value past every key's limit (100 years) is out
+                // of this key's range: the message quotes this key's.
+                let out_of_range = |e: crate::DurationError| match e {
+                    crate::DurationError::TooLong { text } => ProfileError {
+                        expected: range.text.into(),
+                        ..err(
+                            text.clone(),
+                            Some(format!("duration \"{text}\" is out of range")),
+                        )
+                    },
+                    e => invalid(e.to_string()),
+                };
                 let (limit, found) = match &value {
                     OptionValue::Text(s) => (
-                        s.parse::<Limit>().map_err(|e| invalid(e.to_string()))?,
+                        s.parse::<Limit>().map_err(out_of_range)?,
                         s.trim().to_owned(),
                     ),
                     OptionValue::Int(n) => (
-                        Limit::from_millis(*n as f64).map_err(|e| invalid(e.to_string()))?,
+                        Limit::from_millis(*n as f64).map_err(out_of_range)?,
                         format!("{n}ms"),
                     ),
                     OptionValue::Float(x) => (
-                        Limit::from_millis(*x).map_err(|e| invalid(e.to_string()))?,
+                        Limit::from_millis(*x).map_err(out_of_range)?,
                         format!("{}ms", number(*x)),
                     ),
                     OptionValue::Null | OptionValue::Bool(false) => (Limit::Off, "off".into()),
@@ -566,6 +590,38 @@ fn repeat_without_output(set: KindSet) -> Option<KindsProblem> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // R8.16, R10.6: past the 100-year cap, text and numbers alike quote
+    // the key's own range, as Node and Python pass them.
+    #[test]
+    fn past_the_cap_every_value_quotes_the_keys_range() {
+        let deadline = OptionSpec::find("deadline").unwrap();
+        for v in [
+            OptionValue::from("101y"),
+            OptionValue::from("9223372036854775807s"),
+            OptionValue::Float(1e300),
+            OptionValue::Float(999_999_999.0 * 86_400_000.0),
+        ] {
+            let e = deadline
+                .parse("deadline", v.clone())
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with("deadline: duration \""), "{v}: {e}");
+            assert!(
+                e.ends_with("is out of range, expected 1ms..=365days"),
+                "{v}: {e}"
+            );
+        }
+        let grace = OptionSpec::find("grace-period").unwrap();
+        let e = grace
+            .parse("gracePeriod", OptionValue::Float(1e300))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "gracePeriod: duration \"1e300ms\" is out of range, expected 0s..=1h"
+        );
+    }
 
     // R10.6: every key's kebab name is found from its snake and camel forms.
     #[test]

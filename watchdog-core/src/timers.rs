@@ -56,6 +56,28 @@ impl TimerHeap {
         self.heap.first().map(|&slot| (keys.due(slot), slot))
     }
 
+    /// Calls `f` with each armed slot due at or before `now` (and its due
+    /// instant), in no set order: O(due), the heap below them unvisited.
+    pub(crate) fn each_due(
+        &self,
+        keys: &impl TimerKeys,
+        now: Nanos,
+        mut f: impl FnMut(Nanos, u32),
+    ) {
+        let mut stack = vec![0usize];
+        while let Some(pos) = stack.pop() {
+            let Some(&slot) = self.heap.get(pos) else {
+                continue;
+            };
+            let due = keys.due(slot);
+            if due > now {
+                continue;
+            }
+            f(due, slot);
+            stack.extend([2 * pos + 1, 2 * pos + 2]);
+        }
+    }
+
     /// Arms `slot` at `due`, moves it if armed, or disarms it on `None`.
     pub(crate) fn set(&mut self, keys: &impl TimerKeys, slot: u32, due: Option<Nanos>) {
         let pos = keys.pos(slot);

@@ -25,6 +25,15 @@ pub(crate) enum ClientError {
         #[source]
         source: std::io::Error,
     },
+    /// The server did not take the request or answer it in time (R8.16):
+    /// a read or write timeout, which the OS reports as EAGAIN.
+    #[error("control socket {}: timed out after {} waiting to {action}: the server does not answer", path.display(), humantime::format_duration(*after))]
+    TimedOut {
+        path: PathBuf,
+        /// What was being done (`read the response`, ...).
+        action: &'static str,
+        after: std::time::Duration,
+    },
     /// The server's answer was not the protocol's.
     #[error("control socket {}: bad response: {detail}", path.display())]
     Protocol { path: PathBuf, detail: String },
@@ -35,10 +44,18 @@ pub(crate) enum ClientError {
 
 fn io_err(path: &Path, action: &'static str) -> impl FnOnce(std::io::Error) -> ClientError {
     let path = path.to_owned();
-    move |source| ClientError::Io {
-        path,
-        action,
-        source,
+    move |source| match source.kind() {
+        // A socket timeout reads as "Resource temporarily unavailable".
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => ClientError::TimedOut {
+            path,
+            action,
+            after: DEFAULT_IO_TIMEOUT,
+        },
+        _ => ClientError::Io {
+            path,
+            action,
+            source,
+        },
     }
 }
 

@@ -13,7 +13,7 @@ use crate::error::GuardError;
 use crate::event::TaskId;
 use crate::loom::heavy_barrier;
 use crate::loom::sync::Mutex;
-use crate::task::{Life, Out, Task};
+use crate::task::{Life, Out, Task, VerdictLook};
 
 use super::{Guard, Owner, Scheduler};
 
@@ -102,6 +102,34 @@ impl Inner {
         }
     }
 
+    /// The looks to take before the timers due by `now` are judged (R8.16,
+    /// R3.10): one per task that has one, once per due instant. Empty
+    /// (and cheap) when nothing is due or no due task has a look.
+    pub(super) fn take_looks(&self, s: &mut Scheduler, now: Nanos) -> Vec<Arc<dyn VerdictLook>> {
+        if s.timers.peek(&s.slab).is_none_or(|(due, _)| due > now) {
+            return Vec::new();
+        }
+        let mut due = Vec::new();
+        s.timers
+            .each_due(&s.slab, now, |at, slot| due.push((at, slot)));
+        due.into_iter()
+            .filter_map(|(at, slot)| s.task(slot)?.look_for(at))
+            .collect()
+    }
+
+    /// Takes the looks due by `now` (see [`Inner::take_looks`]), outside
+    /// the scheduler lock; the verdicts that follow are taken at the same
+    /// `now`, so none comes due between the looks and the judging.
+    pub(super) fn look_before_verdicts(&self, now: Nanos) {
+        let looks = {
+            let mut s = self.sched.lock();
+            self.take_looks(&mut s, now)
+        };
+        for look in looks {
+            look.before_verdict();
+        }
+    }
+
     /// Evaluates every timer due at or before `now`, each at its due
     /// instant, earliest first (ties by slot, so runs are reproducible).
     pub(super) fn run_due(&self, s: &mut Scheduler, now: Nanos) {
@@ -158,10 +186,20 @@ impl Inner {
         id: TaskId,
         f: impl FnOnce(&mut Task<'_>, Nanos, &mut Out<'_>) -> R,
     ) -> Option<R> {
-        let r = {
+        let r = loop {
             let mut s = self.sched.lock();
             let now = self.clock.now();
+            // R8.16: a verdict this operation takes is looked before too:
+            // with the task's timer due, its look first, outside the lock.
+            let due = s.slab.due(slot).get();
             let mut t = s.task(slot).filter(|t| t.id == id)?;
+            if due <= now {
+                if let Some(look) = t.look_for(due) {
+                    drop(s);
+                    look.before_verdict();
+                    continue;
+                }
+            }
             let mut out = Out::new(&*self.clock);
             t.sync(now, &mut out);
             let r = f(&mut t, now, &mut out);
@@ -181,7 +219,7 @@ impl Inner {
             }
             self.rearm(&mut s, slot);
             self.dispatch.push(out.items);
-            r
+            break r;
         };
         self.dispatch.drain();
         Some(r)
@@ -192,9 +230,13 @@ impl Inner {
             if self.shutdown.load(Ordering::SeqCst) {
                 return;
             }
+            // R8.16: what the runner has not recorded yet is recorded
+            // before the verdict; a wake long after the due instant (this
+            // process stopped or starved) is judged on it, not on the gap.
+            let now = self.clock.now();
+            self.look_before_verdicts(now);
             let next = {
                 let mut s = self.sched.lock();
-                let now = self.clock.now();
                 self.run_due(&mut s, now);
                 let next = s.timers.peek(&s.slab).map(|(due, _)| due);
                 s.planned_wake = next;

@@ -206,9 +206,10 @@ impl Guard {
     /// virtual clock was advanced elsewhere.
     pub fn tick(&self) {
         let inner = &self.owner.inner;
+        let now = inner.clock.now();
+        inner.look_before_verdicts(now);
         {
             let mut s = inner.sched.lock();
-            let now = inner.clock.now();
             inner.run_due(&mut s, now);
         }
         inner.dispatch.drain();

@@ -12,7 +12,7 @@ use crate::event::TaskId;
 use crate::signal::SignalKind;
 use crate::slab::CellRef;
 use crate::status::{BackgroundTask, LastCall, Stamp, TaskStatus};
-use crate::task::{ChildProbe, Out, Task};
+use crate::task::{ChildProbe, Out, Task, VerdictLook};
 
 use super::{Inner, OutputCounter};
 
@@ -290,6 +290,31 @@ impl Recorder {
     pub fn set_children_probe(&self, probe: Arc<dyn ChildProbe>) {
         let _ = self.slow(|t, _, _| {
             t.set_children(probe);
+            Ok(())
+        });
+    }
+
+    /// Attaches a look taken just before each verdict on this task (R8.16,
+    /// R3.10): see [`VerdictLook`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use watchdog_core::{Guard, ManualClock, Profile, VerdictLook};
+    ///
+    /// #[derive(Debug)]
+    /// struct Nothing;
+    /// impl VerdictLook for Nothing {
+    ///     fn before_verdict(&self) {}
+    /// }
+    /// let guard = Guard::builder().clock(ManualClock::new()).build();
+    /// let task = guard.start("cmd", Profile::default()).unwrap();
+    /// task.recorder().set_verdict_look(Arc::new(Nothing));
+    /// ```
+    pub fn set_verdict_look(&self, look: Arc<dyn VerdictLook>) {
+        let _ = self.slow(|t, _, _| {
+            t.set_look(look);
             Ok(())
         });
     }

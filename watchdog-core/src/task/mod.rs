@@ -34,7 +34,7 @@ mod probe;
 mod snapshot;
 mod verdict;
 
-pub use probe::ChildProbe;
+pub use probe::{ChildProbe, VerdictLook};
 
 /// The signal a process sink sends for a cancel action.
 pub(crate) const CANCEL_SIGNAL: &str = "SIGTERM";
@@ -82,6 +82,10 @@ struct Cold {
     background: Vec<BackgroundTask>,
     unnamed_background: bool,
     children: Option<Arc<dyn ChildProbe>>,
+    /// R8.16: looked at before each due instant is judged.
+    look: Option<Arc<dyn VerdictLook>>,
+    /// The due instant the look was last taken for.
+    looked_for: Option<Nanos>,
     pid: Option<u32>,
     paused_at: Option<Nanos>,
     paused_total: Duration,

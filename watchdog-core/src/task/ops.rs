@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::ChildProbe;
 use super::{finished_step, Life, Out, Task};
+use super::{ChildProbe, VerdictLook};
 use crate::calls::check as check_call;
 use crate::cell::STARTUP_PENDING;
 use crate::clock::Nanos;
@@ -319,6 +319,22 @@ impl Task<'_> {
 
     pub(crate) fn set_children(&mut self, probe: Arc<dyn ChildProbe>) {
         self.cold_mut().children = Some(probe);
+    }
+
+    pub(crate) fn set_look(&mut self, look: Arc<dyn VerdictLook>) {
+        self.cold_mut().look = Some(look);
+    }
+
+    /// The look to take before instant `due` is judged, once per instant
+    /// (R8.16): `None` when the task has none or it was taken already.
+    pub(crate) fn look_for(&mut self, due: Nanos) -> Option<Arc<dyn VerdictLook>> {
+        let cold = self.ctl.cold.as_deref_mut()?;
+        let look = cold.look.as_ref()?;
+        if cold.looked_for == Some(due) {
+            return None;
+        }
+        cold.looked_for = Some(due);
+        Some(Arc::clone(look))
     }
 
     pub(crate) fn count_refused(&mut self, reason: &'static str) {
