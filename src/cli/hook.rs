@@ -99,24 +99,35 @@ fn stack_lines(kind: &EventKind) -> Vec<String> {
             .find(|c| c.pid == pid)
             .map_or_else(|| format!("pid {pid}"), |c| format!("{}[{pid}]", c.name))
     };
-    stacks
+    // Stacks with no frame of the program's own code (a stripped system
+    // binary: `sh`, `sleep`) are said together, in one line.
+    let mut bare: Vec<(String, &str)> = Vec::new();
+    let mut lines: Vec<String> = stacks
         .iter()
-        .map(|n| {
-            let who = n
-                .pid
-                .map_or_else(String::new, |p| format!(" of {}", name_of(p)));
+        .filter_map(|n| {
+            let who = n.pid.map_or_else(|| "a suspect".to_owned(), name_of);
             match (n.status.as_str(), n.frames.is_empty()) {
-                ("ok", false) => format!(
-                    "stallwarden: stack{who} ({}): {}",
+                ("ok", false) => Some(format!(
+                    "stallwarden: stack of {who} ({}): {}",
                     n.source,
                     n.frames.join(" < ")
-                ),
-                ("ok", true) => format!(
-                    "stallwarden: stack{who} ({}): no frame of the program's own code",
-                    n.source
-                ),
-                (status, _) => format!("stallwarden: no stack{who}: {status}"),
+                )),
+                ("ok", true) => {
+                    bare.push((who, n.source.as_str()));
+                    None
+                }
+                (status, _) => Some(format!("stallwarden: no stack of {who}: {status}")),
             }
         })
-        .collect()
+        .collect();
+    if !bare.is_empty() {
+        let whose: Vec<String> = bare.iter().map(|(w, src)| format!("{w} ({src})")).collect();
+        lines.push(format!(
+            "stallwarden: {} {}: no frame of the program's own code (the whole stack{} in the stalled event)",
+            if bare.len() == 1 { "stack of" } else { "stacks of" },
+            whose.join(", "),
+            if bare.len() == 1 { " is" } else { "s are" },
+        ));
+    }
+    lines
 }
