@@ -341,13 +341,8 @@ fn describe_shows_the_latest_stall_report() {
         .unwrap();
     let pid = child.id();
     let describe = || {
-        let out = stallwarden(dir.path())
-            .args(["describe", "--json", "--socket"])
-            .arg(&socket)
-            .output()
-            .ok()?;
-        let v: Value = serde_json::from_slice(&out.stdout).ok()?;
-        v[0].get("stall_report").is_some().then_some(v)
+        let tasks = common::describe_json(dir.path(), &socket)?;
+        tasks[0].get("stall_report").is_some().then_some(tasks)
     };
     let snap = common::wait::until(
         pid,

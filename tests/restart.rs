@@ -219,13 +219,8 @@ fn list_and_describe_show_the_restarts() {
     let pid = child.id();
     // Wait (bounded) for the restarted run's snapshot.
     let describe = || {
-        let out = stallwarden(dir.path())
-            .args(["describe", "--json", "--socket"])
-            .arg(&socket)
-            .output()
-            .ok()?;
-        let v: Value = serde_json::from_slice(&out.stdout).ok()?;
-        v[0].get("restarts").is_some().then_some(v)
+        let tasks = common::describe_json(dir.path(), &socket)?;
+        tasks[0].get("restarts").is_some().then_some(tasks)
     };
     let snap = common::wait::until(pid, BOUND, Duration::from_millis(100), describe)
         .expect("a snapshot with restarts");

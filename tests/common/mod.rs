@@ -129,6 +129,20 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// The tasks a running `stallwarden run --socket SOCKET` shows through
+/// `describe --json`; `None` while it does not answer with any.
+pub fn describe_json(dir: &Path, socket: &Path) -> Option<Vec<Value>> {
+    let out = stallwarden(dir)
+        .args(["describe", "--json", "--socket"])
+        .arg(socket)
+        .output()
+        .ok()?;
+    match serde_json::from_slice(&out.stdout).ok()? {
+        Value::Array(tasks) if !tasks.is_empty() => Some(tasks),
+        _ => None,
+    }
+}
+
 /// What the run wrote to stderr.
 pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
