@@ -1,7 +1,8 @@
 //! The CLI's own sinks: one clear stderr line per verdict for the person
 //! watching (R8.1), and the flag that remembers stallwarden stopped the
 //! command, which turns its exit status into 124 (R8.2). Also the text of
-//! the live status line (R8.4).
+//! the live status line (R8.4), and the lines a stall's stacks and
+//! `on-stall` command add after its stall line (R8.14).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -66,7 +67,7 @@ impl Sink for VerdictLines {
             self.console.line(&line);
         }
         // R8.14: how the on-stall command ended, after the stall line.
-        for line in super::hook::report_lines(&event.kind) {
+        for line in report_lines(&event.kind) {
             self.console.line(&line);
         }
         Ok(())
@@ -75,6 +76,79 @@ impl Sink for VerdictLines {
     fn name(&self) -> &str {
         "stderr-lines"
     }
+}
+
+/// The lines a stall adds to the report after its stall line: the stacks'
+/// frames that matter, then how the `on-stall` command ended, in one plain line (its output is in the
+/// event, not on stderr).
+fn report_lines(kind: &EventKind) -> Vec<String> {
+    let mut lines = stack_lines(kind);
+    if let EventKind::Stalled {
+        on_stall: Some(run),
+        ..
+    } = kind
+    {
+        let bytes = run.output.len();
+        let cut = if run.truncated { ", cut" } else { "" };
+        lines.push(match run.status.as_str() {
+            "exit 0" => {
+                format!("stallwarden: on-stall command done ({bytes} bytes of output{cut})")
+            }
+            status => format!(
+                "stallwarden: on-stall command failed: {status} ({bytes} bytes of output{cut})"
+            ),
+        });
+    }
+    lines
+}
+
+/// The lines a stall's stacks add to the report (R8.14): per suspect, its frames
+/// that matter, innermost first, or why there are none.
+fn stack_lines(kind: &EventKind) -> Vec<String> {
+    let EventKind::Stalled {
+        stacks, children, ..
+    } = kind
+    else {
+        return Vec::new();
+    };
+    let name_of = |pid: u32| {
+        children
+            .iter()
+            .flatten()
+            .find(|c| c.pid == pid)
+            .map_or_else(|| format!("pid {pid}"), |c| format!("{}[{pid}]", c.name))
+    };
+    // Stacks with no frame of the program's own code (a stripped system
+    // binary: `sh`, `sleep`) are said together, in one line.
+    let mut bare: Vec<(String, &str)> = Vec::new();
+    let mut lines: Vec<String> = stacks
+        .iter()
+        .filter_map(|n| {
+            let who = n.pid.map_or_else(|| "a suspect".to_owned(), name_of);
+            match (n.status.as_str(), n.frames.is_empty()) {
+                ("ok", false) => Some(format!(
+                    "stallwarden: stack of {who} ({}): {}",
+                    n.source,
+                    n.frames.join(" < ")
+                )),
+                ("ok", true) => {
+                    bare.push((who, n.source.as_str()));
+                    None
+                }
+                (status, _) => Some(format!("stallwarden: no stack of {who}: {status}")),
+            }
+        })
+        .collect();
+    if !bare.is_empty() {
+        let whose: Vec<String> = bare.iter().map(|(w, src)| format!("{w} ({src})")).collect();
+        lines.push(format!(
+            "stallwarden: {} {}: no frame of the program's own code (the whole stack{} in the stalled event)",
+            if bare.len() == 1 { "stack of" } else { "stacks of" },
+            whose.join(", "),
+            if bare.len() == 1 { " is" } else { "s are" },
+        ));
+    }
+    lines
 }
 
 /// Added to a stall line when the command has written nothing at all and

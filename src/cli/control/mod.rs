@@ -184,30 +184,7 @@ pub(crate) fn details(t: &Value) -> String {
     // R8.14: what was taken at the latest stall (the whole stacks are in
     // --json and in the `stalled` event).
     if let Some(report) = t.get("stall_report") {
-        for n in report["stacks"].as_array().into_iter().flatten() {
-            let frames: Vec<String> = n["frames"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(text)
-                .collect();
-            let what = if frames.is_empty() {
-                text(&n["status"])
-            } else {
-                frames.join(" < ")
-            };
-            field(
-                "stack",
-                format!("pid {} ({}): {what}", text(&n["pid"]), text(&n["source"])),
-            );
-        }
-        if let Some(run) = report.get("on_stall") {
-            let bytes = run["output"].as_str().map_or(0, str::len);
-            field(
-                "on-stall",
-                format!("{} ({bytes} bytes of output)", text(&run["status"])),
-            );
-        }
+        stall_report(report, &mut field);
     }
     // R8.7, R4.2: what the task's sources turned away (malformed sd_notify
     // datagrams, refused stream events), by reason.
@@ -235,6 +212,42 @@ pub(crate) fn details(t: &Value) -> String {
     if t.get("unnamed_background").and_then(Value::as_bool) == Some(true) {
         field("background", "a task the record could not name".into());
     }
+    children(t, &mut field);
+    out
+}
+
+/// The rows of the latest stall's report (R8.14): each suspect's stack and
+/// how the `on-stall` command ended.
+fn stall_report(report: &Value, field: &mut impl FnMut(&str, String)) {
+    for n in report["stacks"].as_array().into_iter().flatten() {
+        let frames: Vec<String> = n["frames"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(text)
+            .collect();
+        let what = if frames.is_empty() {
+            text(&n["status"])
+        } else {
+            frames.join(" < ")
+        };
+        field(
+            "stack",
+            format!("pid {} ({}): {what}", text(&n["pid"]), text(&n["source"])),
+        );
+    }
+    if let Some(run) = report.get("on_stall") {
+        let bytes = run["output"].as_str().map_or(0, str::len);
+        field(
+            "on-stall",
+            format!("{} ({bytes} bytes of output)", text(&run["status"])),
+        );
+    }
+}
+
+/// The rows of the task's children: those at work one per row, the
+/// zombies counted in one (R5.5).
+fn children(t: &Value, field: &mut impl FnMut(&str, String)) {
     match t.get("children").and_then(Value::as_array) {
         Some(children) => {
             // A zombie has exited and holds no work: it is not listed as a
@@ -267,7 +280,6 @@ pub(crate) fn details(t: &Value) -> String {
         }
         None => field("children", "unknown".into()),
     }
-    out
 }
 
 fn phase(t: &Value) -> String {
