@@ -49,7 +49,7 @@ pub use stat::{
 pub use syscall::{
     classify, exists, read_syscall, thread_ids, thread_syscall, Blocked, SyscallError, Wait,
 };
-pub use table::ProcDir;
+pub use table::{pids, ProcDir};
 
 /// The system's process table, where every reader here looks unless given
 /// a fixture root.

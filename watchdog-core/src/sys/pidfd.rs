@@ -43,9 +43,12 @@ impl Pidfd {
 
     /// Blocks in `poll` until the process ends (it exited, so it is at
     /// most a zombie: nothing is reaped) or `timeout` passes; returns
-    /// whether it ended. A signal that interrupts the wait restarts it.
+    /// whether it ended. A signal that interrupts the wait restarts it;
+    /// the timeout counts in whole milliseconds, rounded up.
     pub fn wait(&self, timeout: Duration) -> io::Result<bool> {
-        let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+        // Whole milliseconds, rounded up: never back before the timeout.
+        let ms =
+            libc::c_int::try_from(timeout.as_micros().div_ceil(1000)).unwrap_or(libc::c_int::MAX);
         let mut p = libc::pollfd {
             fd: self.0.as_raw_fd(),
             events: libc::POLLIN,

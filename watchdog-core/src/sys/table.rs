@@ -71,19 +71,7 @@ impl ProcDir {
     /// Lists the pids in the directory (its all-digit names), in the order
     /// the kernel gives them.
     pub fn pids(&self) -> io::Result<Vec<u32>> {
-        let mut pids = Vec::with_capacity(256);
-        for entry in std::fs::read_dir(&self.root)?.flatten() {
-            let name = entry.file_name();
-            let Some(pid) = name
-                .to_str()
-                .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
-                .and_then(|n| n.parse::<u32>().ok())
-            else {
-                continue;
-            };
-            pids.push(pid);
-        }
-        Ok(pids)
+        pids(&self.root)
     }
 
     /// Reads `PID/stat` and parses it: `None` when the process is gone,
@@ -149,6 +137,33 @@ impl ProcDir {
             }
         }
     }
+}
+
+/// Lists the pids in the table at `root` (its all-digit names), in the
+/// order the kernel gives them; the OS error when it cannot be listed.
+///
+/// # Examples
+///
+/// ```
+/// use watchdog_core::sys::{pids, proc_root};
+/// # #[cfg(target_os = "linux")]
+/// assert!(pids(proc_root()).unwrap().contains(&std::process::id()));
+/// assert!(pids("/nonexistent/proc".as_ref()).is_err());
+/// ```
+pub fn pids(root: &Path) -> io::Result<Vec<u32>> {
+    let mut pids = Vec::with_capacity(256);
+    for entry in std::fs::read_dir(root)?.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        pids.push(pid);
+    }
+    Ok(pids)
 }
 
 /// Writes `{pid}{suffix}\0` into `buf` without allocating.
