@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use parking_lot::Mutex;
+use watchdog_core::sys::Pidfd;
 use watchdog_core::{AtStall, Event, EventKind, StallNote, StallReport};
 
 /// How long an `on-stall` command may run by default before its process
@@ -171,6 +172,13 @@ pub fn run_bounded(mut command: Command, timeout: Duration, cap: usize) -> Bound
         tracing::warn!("no thread to read a bounded command's output");
     }
     let pgid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+    // The child is ours and not reaped, so its pid names it: a pidfd wakes
+    // the wait the moment it ends (Linux 5.3+). Without one, a fine poll.
+    let pidfd = Pidfd::open(child.id()).ok();
+    let pause = |left: Duration| match pidfd.as_ref().map(|p| p.wait(left)) {
+        Some(Ok(_)) => {}
+        _ => std::thread::sleep(left.min(Duration::from_millis(5))),
+    };
     let deadline = from + timeout;
     let ended = loop {
         match child.try_wait() {
@@ -187,12 +195,13 @@ pub fn run_bounded(mut command: Command, timeout: Duration, cap: usize) -> Bound
             // late: collect it if it goes soon, never wait for it long.
             let killed = Instant::now();
             while matches!(child.try_wait(), Ok(None)) && killed.elapsed() < REAP_AFTER_KILL {
-                std::thread::sleep(Duration::from_millis(5));
+                pause(REAP_AFTER_KILL.saturating_sub(killed.elapsed()));
             }
             break Ended::TimedOut(timeout);
         }
-        // A real process is waited for: poll finely, never past the bound.
-        std::thread::sleep((deadline - now).min(Duration::from_millis(5)));
+        // A real process is waited for: woken by its end, never past the
+        // bound.
+        pause(deadline - now);
     };
     // Whatever is left of its group goes with it: a hook must not outlive
     // its bound through a background child.

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use watchdog_core::sys;
 use watchdog_core::{AtStall, ChildInfo, Event, EventKind, ProcState, StallNote, StallReport};
 
 use crate::hook::{run_bounded, Ended};
@@ -186,7 +187,7 @@ fn suspects(event: &Event, pid: Option<u32>) -> Vec<(u32, String)> {
         .collect();
     if out.is_empty() {
         if let Some(pid) = pid {
-            let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            let name = sys::comm(sys::proc_root(), pid).unwrap_or_default();
             out.push((pid, name.trim().to_owned()));
         }
     }
@@ -195,7 +196,7 @@ fn suspects(event: &Event, pid: Option<u32>) -> Vec<(u32, String)> {
 
 /// Whether `pid` runs a Python interpreter: its name or its executable's.
 fn is_python(pid: u32, name: &str) -> bool {
-    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
+    let exe = sys::exe(sys::proc_root(), pid);
     let exe_name = exe
         .as_ref()
         .and_then(|e| e.file_name())

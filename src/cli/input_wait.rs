@@ -62,8 +62,7 @@ use std::time::{Duration, Instant};
 use super::reaper::Proc;
 use super::report::Pauses;
 use super::typing::{is_terminal, thread_waits, Waits};
-use stallwarden::sources::procs::net::{parse_tcp, TcpConn};
-use stallwarden::sources::procs::ProcStat;
+use stallwarden::sys::{self, TcpConn};
 use stallwarden::TaskHandle;
 
 /// How often the terminal's readers are looked at.
@@ -196,12 +195,10 @@ const YOUNG: Duration = Duration::from_secs(1);
 /// time in `/proc/PID/stat` and the system's uptime); a process that
 /// cannot be read is not.
 fn young(pid: u32) -> bool {
-    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok();
-    let Some(stat) = stat.and_then(|s| ProcStat::parse(&s).ok()) else {
+    let Some(stat) = sys::read_stat(sys::proc_root(), pid) else {
         return false;
     };
-    let uptime = std::fs::read_to_string("/proc/uptime").ok();
-    let Some(up) = uptime.and_then(|u| u.split_whitespace().next()?.parse::<f64>().ok()) else {
+    let Some(up) = sys::uptime(sys::proc_root()) else {
         return false;
     };
     // SAFETY: sysconf only reads a constant.
@@ -217,19 +214,13 @@ fn young(pid: u32) -> bool {
 /// found in its network namespace's TCP tables, not listening). `tcp` is
 /// the tables, read on first need.
 fn on_tcp(pid: u32, fd: u64, tcp: &mut Option<HashMap<u64, TcpConn>>) -> bool {
-    let Ok(m) = std::fs::metadata(format!("/proc/{pid}/fd/{fd}")) else {
+    let Ok(m) = sys::fd_metadata(sys::proc_root(), pid, fd) else {
         return false;
     };
     if !m.file_type().is_socket() {
         return false;
     }
-    let table = tcp.get_or_insert_with(|| {
-        ["tcp", "tcp6"]
-            .iter()
-            .filter_map(|t| std::fs::read_to_string(format!("/proc/{pid}/net/{t}")).ok())
-            .flat_map(|text| parse_tcp(&text))
-            .collect()
-    });
+    let table = tcp.get_or_insert_with(|| sys::read_tcp(sys::proc_root(), pid));
     table.get(&m.ino()).is_some_and(|c| !c.listening())
 }
 

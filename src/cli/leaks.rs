@@ -6,13 +6,14 @@
 use std::collections::HashSet;
 use std::os::fd::AsRawFd;
 
+use stallwarden::sys;
 use stallwarden::ProcessName;
 
 /// The inode of the pipe behind `fd`, as `/proc/self/fd` shows it; `None`
 /// when it is not a pipe (or `/proc` is not there).
 pub(crate) fn pipe_inode(fd: &impl AsRawFd) -> Option<u64> {
-    let link = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok()?;
-    parse_pipe_link(link.to_str()?)
+    let link = sys::own_fd_target(fd.as_raw_fd()).ok()?;
+    parse_pipe_link(&link)
 }
 
 /// Parses `pipe:[12345]`.
@@ -25,17 +26,17 @@ pub(crate) fn parse_pipe_link(link: &str) -> Option<u64> {
 /// left out.
 pub(crate) fn holders(inodes: &HashSet<u64>) -> Vec<ProcessName> {
     let me = std::process::id();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
+    let Ok(pids) = sys::pids(sys::proc_root()) else {
         return Vec::new();
     };
-    let mut found: Vec<ProcessName> = dir
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+    let mut found: Vec<ProcessName> = pids
+        .into_iter()
         .filter(|&pid| pid != me && holds(pid, inodes))
         .map(|pid| ProcessName {
             pid,
-            name: std::fs::read_to_string(format!("/proc/{pid}/comm"))
+            name: sys::comm(sys::proc_root(), pid)
                 .map(|s| s.trim_end().to_owned())
-                .unwrap_or_else(|_| "?".into()),
+                .unwrap_or_else(|| "?".into()),
         })
         .collect();
     found.sort_unstable_by_key(|p| p.pid);
@@ -43,17 +44,14 @@ pub(crate) fn holders(inodes: &HashSet<u64>) -> Vec<ProcessName> {
 }
 
 fn holds(pid: u32, inodes: &HashSet<u64>) -> bool {
-    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+    let Ok(fds) = sys::fd_links(sys::proc_root(), pid, usize::MAX) else {
         return false;
     };
-    fds.filter_map(Result::ok).any(|fd| {
-        let Ok(link) = std::fs::read_link(fd.path()) else {
-            return false;
-        };
-        let key = match link.to_str() {
-            Some(l) if l.starts_with("/dev/pts/") => pty_key(&fd.path()),
-            Some(l) => parse_pipe_link(l),
-            None => None,
+    fds.iter().any(|(fd, link)| {
+        let key = if link.starts_with("/dev/pts/") {
+            pty_key(pid, *fd)
+        } else {
+            parse_pipe_link(link)
         };
         key.is_some_and(|k| inodes.contains(&k))
     })
@@ -61,9 +59,9 @@ fn holds(pid: u32, inodes: &HashSet<u64>) -> bool {
 
 /// The key of a pty slave (`--pty`, R8.11) behind an fd link: its
 /// device number, marked as a pty's.
-fn pty_key(fd: &std::path::Path) -> Option<u64> {
+fn pty_key(pid: u32, fd: u64) -> Option<u64> {
     use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::metadata(fd).ok()?;
+    let meta = sys::fd_metadata(sys::proc_root(), pid, fd).ok()?;
     Some(meta.rdev() | super::pty::PTY_KEY)
 }
 

@@ -204,7 +204,7 @@ pub(crate) fn same_open_file(a: libc::c_int, b: libc::c_int) -> bool {
 const KCMP_FILE: libc::c_int = 0;
 
 fn metadata(fd: libc::c_int) -> io::Result<std::fs::Metadata> {
-    std::fs::metadata(format!("/proc/self/fd/{fd}")).or_else(|_| {
+    stallwarden::sys::own_fd_metadata(fd).or_else(|_| {
         // Without /proc: fstat through a borrowed descriptor.
         // SAFETY: the descriptor stays open (stdout/stderr) while borrowed.
         let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
@@ -215,14 +215,12 @@ fn metadata(fd: libc::c_int) -> io::Result<std::fs::Metadata> {
 /// The `pos:` and `flags:` lines of `/proc/self/fdinfo/FD`.
 fn fdinfo_agrees(a: libc::c_int, b: libc::c_int) -> bool {
     let read = |fd: libc::c_int| {
-        std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}"))
-            .ok()
-            .map(|t| {
-                t.lines()
-                    .filter(|l| l.starts_with("pos:") || l.starts_with("flags:"))
-                    .map(str::to_owned)
-                    .collect::<Vec<_>>()
-            })
+        stallwarden::sys::own_fdinfo(fd).ok().map(|t| {
+            t.lines()
+                .filter(|l| l.starts_with("pos:") || l.starts_with("flags:"))
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
     };
     matches!((read(a), read(b)), (Some(x), Some(y)) if x == y && !x.is_empty())
 }

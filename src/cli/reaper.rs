@@ -16,6 +16,7 @@ use nix::sys::signal::{kill, killpg, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag};
 use nix::unistd::{getpgrp, getpid, Pid};
 use stallwarden::sources::procs::{ProcessSampler, SampledChildren};
+use stallwarden::sys;
 use stallwarden::{
     Action, ActionKind, ChildInfo, ChildProbe, Delivery, ProcessName, Recorder, Sink, SinkError,
 };
@@ -59,15 +60,20 @@ pub(crate) struct Proc {
 impl Proc {
     /// Parses a stat line with the core's one parser (R10.6); `None` for
     /// a line it refuses. The name ends at the last `)`, as it may hold one.
+    #[cfg(test)]
     pub(crate) fn parse(line: &str) -> Option<Proc> {
-        let s = stallwarden::sys::ProcStat::parse(line.as_bytes()).ok()?;
-        Some(Proc {
+        Some(Proc::of(sys::ProcStat::parse(line.as_bytes()).ok()?))
+    }
+
+    /// The fields this module needs of a parsed stat line.
+    fn of(s: sys::ProcStat) -> Proc {
+        Proc {
             pid: s.pid,
             zombie: s.is_dead(),
             ppid: s.ppid,
             pgid: s.pgrp,
             name: s.comm,
-        })
+        }
     }
 
     fn named(&self) -> ProcessName {
@@ -81,16 +87,11 @@ impl Proc {
 /// Reads every process's stat line; processes that vanish meanwhile are
 /// left out.
 fn table() -> Vec<Proc> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|e| {
-        let e = e.ok()?;
-        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-        let line = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        Proc::parse(&line)
-    })
-    .collect()
+    sys::scan(sys::proc_root())
+        .unwrap_or_default()
+        .into_iter()
+        .map(Proc::of)
+        .collect()
 }
 
 /// The descendants of `root` in `table`, eldest generation first.
@@ -119,27 +120,12 @@ pub(crate) fn descendants_in(table: &[Proc], root: u32) -> Vec<Proc> {
 /// (`/proc/PID/task/TID/children`); `None` when the kernel has no such
 /// lists (built without `CONFIG_PROC_CHILDREN`) or `pid` is gone.
 fn children_of(pid: u32) -> Option<Vec<u32>> {
-    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
-    let mut out = Vec::new();
-    let mut listed = false;
-    for t in tasks.flatten() {
-        let path = t.path().join("children");
-        // A thread that exits meanwhile has no list any more: skip it.
-        let Ok(text) = std::fs::read_to_string(path) else {
-            continue;
-        };
-        listed = true;
-        out.extend(
-            text.split_ascii_whitespace()
-                .filter_map(|p| p.parse::<u32>().ok()),
-        );
-    }
-    listed.then_some(out)
+    sys::children_of(sys::proc_root(), pid)
 }
 
 /// Reads one process's stat line.
 fn stat_of(pid: u32) -> Option<Proc> {
-    Proc::parse(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+    sys::read_stat(sys::proc_root(), pid).map(Proc::of)
 }
 
 /// Every process below `root`, eldest generation first, found by following

@@ -149,7 +149,7 @@ fn canonical() -> bool {
 /// The terminal's device number.
 fn device() -> Option<u64> {
     use std::os::unix::fs::MetadataExt;
-    std::fs::metadata("/proc/self/fd/0").ok().map(|m| m.rdev())
+    stallwarden::sys::own_fd_metadata(0).ok().map(|m| m.rdev())
 }
 
 /// Blocks SIGTTOU for the calling thread.

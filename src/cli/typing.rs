@@ -12,11 +12,10 @@
 //! command is waiting for input. A process that cannot be inspected counts
 //! as waiting: the line is a convenience, an interleaved prompt is a defect.
 
-use std::fs;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 
-// The one parser of `/proc/PID/syscall` (R8.13) lives with the sampler.
-use stallwarden::sources::procs::blocked::{classify, epoll_targets, Blocked, Wait};
+// The one parser of `/proc/PID/syscall` (R8.13) is the core's `sys` (R10.7).
+use stallwarden::sys::{self, classify, epoll_targets, Blocked, Wait};
 
 /// `/dev/tty`, the alias of every process's controlling terminal
 /// (character device 5, 0), which `getpass` and `ssh` open to prompt.
@@ -36,18 +35,13 @@ pub(crate) fn input_queued(fd: libc::c_int) -> bool {
 /// Whether process `pid`'s descriptor `fd` is the terminal `tty` (its
 /// device number) or `/dev/tty`.
 pub(crate) fn is_terminal(pid: u32, fd: u64, tty: u64) -> bool {
-    fs::metadata(format!("/proc/{pid}/fd/{fd}"))
+    sys::fd_metadata(sys::proc_root(), pid, fd)
         .is_ok_and(|m| m.file_type().is_char_device() && (m.rdev() == tty || m.rdev() == DEV_TTY))
 }
 
 /// The descriptors process `pid` has open, in no order.
 fn open_fds(pid: u32) -> Vec<u64> {
-    fs::read_dir(format!("/proc/{pid}/fd"))
-        .map(|dir| {
-            dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default()
+    sys::open_fds(sys::proc_root(), pid)
 }
 
 /// What one thread waits on, as far as its descriptors go (R8.13).
@@ -67,28 +61,22 @@ pub(crate) enum Waits {
     Unknown,
 }
 
-/// The `syscall` files of process `pid`'s threads; empty when it is
-/// gone, its own file alone when its threads cannot be listed.
-fn thread_files(pid: u32) -> Vec<String> {
-    match fs::read_dir(format!("/proc/{pid}/task")) {
-        Ok(dir) => dir
-            .filter_map(|e| {
-                Some(format!(
-                    "/proc/{pid}/task/{}/syscall",
-                    e.ok()?.file_name().to_str()?
-                ))
-            })
-            .collect(),
+/// The threads of process `pid` whose `syscall` files are read: each of
+/// its threads; none when it is gone; its own file alone (`None`) when its
+/// threads cannot be listed.
+fn threads(pid: u32) -> Vec<Option<u32>> {
+    match sys::thread_ids(sys::proc_root(), pid) {
+        Ok(tids) => tids.into_iter().map(Some).collect(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(_) => vec![format!("/proc/{pid}/syscall")],
+        Err(_) => vec![None],
     }
 }
 
 /// What each thread of process `pid` waits on (none when it is gone).
 pub(crate) fn thread_waits(pid: u32) -> Vec<Waits> {
-    thread_files(pid)
-        .iter()
-        .map(|path| thread_wait(pid, path))
+    threads(pid)
+        .into_iter()
+        .map(|tid| thread_wait(pid, tid))
         .collect()
 }
 
@@ -105,16 +93,14 @@ pub(crate) fn waits_on_terminal(pid: u32, tty: u64) -> bool {
     })
 }
 
-/// What the thread whose `syscall` file is `path`, in process `pid`,
-/// waits on.
-fn thread_wait(pid: u32, path: &str) -> Waits {
-    let text = match fs::read_to_string(path) {
-        Ok(t) => t,
+/// What thread `tid` of process `pid` (its own file when `None`) waits
+/// on.
+fn thread_wait(pid: u32, tid: Option<u32>) -> Waits {
+    let blocked = match sys::thread_syscall(sys::proc_root(), pid, tid) {
+        Ok(Some(blocked)) => blocked,
+        Ok(None) => return Waits::Unknown,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Waits::Nothing,
         Err(_) => return Waits::Unknown,
-    };
-    let Some(blocked) = Blocked::parse(&text) else {
-        return Waits::Unknown;
     };
     let Blocked::In { nr, args } = blocked else {
         return Waits::Running;
@@ -122,7 +108,7 @@ fn thread_wait(pid: u32, path: &str) -> Waits {
     // Descriptors are the process's, shared by its threads.
     match classify(nr, &args) {
         Wait::Reads(fd) => Waits::On(vec![fd]),
-        Wait::Epoll(epfd) => fs::read_to_string(format!("/proc/{pid}/fdinfo/{epfd}"))
+        Wait::Epoll(epfd) => sys::fdinfo(sys::proc_root(), pid, epfd)
             .map_or(Waits::Unknown, |info| Waits::On(epoll_targets(&info))),
         Wait::Below(nfds) => Waits::On(open_fds(pid).into_iter().filter(|&fd| fd < nfds).collect()),
         Wait::Any => Waits::On(open_fds(pid)),
@@ -133,6 +119,7 @@ fn thread_wait(pid: u32, path: &str) -> Waits {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     // A real process blocked reading a pipe waits, but not on a terminal;
     // a process that is gone waits on nothing.

@@ -8,7 +8,7 @@ use nix::errno::Errno;
 use nix::sys::signal::killpg;
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{getpgid, getpgrp, getpid, Pid};
-use watchdog_core::sys::{wait_exit, ProcStat};
+use watchdog_core::sys::{proc_root, scan, wait_exit};
 
 use super::KillOutcome;
 
@@ -121,27 +121,13 @@ pub(super) fn confirm_gone(pgid: Pid, bound: Duration) -> KillOutcome {
 /// assert!(group_members(my_group).unwrap().contains(&me));
 /// ```
 pub fn group_members(pgid: u32) -> std::io::Result<Vec<u32>> {
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc")? {
-        let Ok(entry) = entry else { continue };
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        // A process can exit between read_dir and the read: skip it.
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // The core's one stat parser (R10.6); a line it refuses is skipped.
-        if let Ok(s) = ProcStat::parse(stat.as_bytes()) {
-            if s.pgrp == pgid && !s.is_dead() {
-                pids.push(pid);
-            }
-        }
-    }
+    // The core's one stat scan (R10.6, R10.7): processes that exit while
+    // it reads, and lines it refuses, are left out.
+    let mut pids: Vec<u32> = scan(proc_root())?
+        .into_iter()
+        .filter(|s| s.pgrp == pgid && !s.is_dead())
+        .map(|s| s.pid)
+        .collect();
     pids.sort_unstable();
     Ok(pids)
 }

@@ -1,18 +1,20 @@
 //! What a process is blocked on (R8.13): the system call it sleeps in, from
 //! `/proc/PID/syscall` (the call number and its arguments), and the target
 //! of the descriptor it waits on, from `/proc/PID/fd/N`, with
-//! `/proc/PID/net/{tcp,tcp6,unix}` for sockets. This is the one parser of
-//! `/proc/PID/syscall` in the project: the CLI's typing detector uses it too.
+//! `/proc/PID/net/{tcp,tcp6,unix}` for sockets. The files are read and
+//! parsed by the core's one owner of the process table
+//! ([`watchdog_core::sys`], R10.7); what is judged of them is here.
 
 use std::collections::HashMap;
-use std::fs;
-use std::io;
-use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 
+use watchdog_core::sys::{
+    cwd_is_fifo, fd_flags, fd_is_fifo, fd_links, fd_target, fdinfo, read_syscall, read_tcp,
+    read_unix, socket_inode, thread_ids, thread_syscall, SyscallError,
+};
 use watchdog_core::ProcState;
 
-use super::net::{parse_tcp, parse_unix, TcpConn};
+use super::net::TcpConn;
 use super::syscall::weight;
 pub use super::syscall::{classify, epoll_targets, sanitize, Blocked, Wait};
 use super::ProcStat;
@@ -72,25 +74,10 @@ impl<'a> Inspector<'a> {
         ) {
             return None;
         }
-        let main = match fs::read_to_string(self.root.join(format!("{pid}/syscall"))) {
-            Ok(text) => Blocked::parse(&text),
-            Err(e) => {
-                let why = if e.kind() == io::ErrorKind::NotFound {
-                    if !self.root.join(pid.to_string()).exists() {
-                        return None;
-                    }
-                    "this kernel has no /proc/PID/syscall".to_owned()
-                } else {
-                    format!("cannot read /proc/{pid}/syscall ({})", io_reason(&e))
-                };
-                return Some(sanitize(&with_wchan(why, wchan)));
-            }
-        };
-        let Some(main) = main else {
-            return Some(sanitize(&with_wchan(
-                format!("/proc/{pid}/syscall is unreadable"),
-                wchan,
-            )));
+        let main = match read_syscall(self.root, pid) {
+            Ok(main) => main,
+            Err(SyscallError::Gone { .. }) => return None,
+            Err(why) => return Some(sanitize(&with_wchan(why.to_string(), wchan))),
         };
         let (mut thread, blocked) = self.busiest_thread(pid, main);
         let mut text = match blocked {
@@ -126,18 +113,10 @@ impl<'a> Inspector<'a> {
     /// The first TCP connection in `CLOSE_WAIT` among `pid`'s descriptors
     /// (the first [`MAX_POLL_FDS`] looked at), with how many more.
     fn dead_connection(&mut self, pid: u32) -> Option<String> {
-        let dir = fs::read_dir(self.root.join(format!("{pid}/fd"))).ok()?;
-        let mut inodes: Vec<u64> = dir
-            .flatten()
-            .take(MAX_POLL_FDS)
-            .filter_map(|e| {
-                let link = fs::read_link(e.path()).ok()?;
-                link.to_str()?
-                    .strip_prefix("socket:[")?
-                    .strip_suffix(']')?
-                    .parse()
-                    .ok()
-            })
+        let mut inodes: Vec<u64> = fd_links(self.root, pid, MAX_POLL_FDS)
+            .ok()?
+            .iter()
+            .filter_map(|(_, link)| socket_inode(link))
             .collect();
         if inodes.is_empty() {
             return None;
@@ -164,25 +143,15 @@ impl<'a> Inspector<'a> {
         if weight(&main) >= 3 {
             return (None, main);
         }
-        let Ok(dir) = fs::read_dir(self.root.join(format!("{pid}/task"))) else {
+        let Ok(tids) = thread_ids(self.root, pid) else {
             return (None, main);
         };
         let mut best = (None, main);
-        for entry in dir.flatten().take(MAX_THREADS) {
-            let Some(tid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|t| t.parse::<u32>().ok())
-            else {
-                continue;
-            };
+        for tid in tids.into_iter().take(MAX_THREADS) {
             if tid == pid {
                 continue;
             }
-            let Some(b) = fs::read_to_string(entry.path().join("syscall"))
-                .ok()
-                .and_then(|t| Blocked::parse(&t))
-            else {
+            let Some(b) = thread_syscall(self.root, pid, Some(tid)).ok().flatten() else {
                 continue;
             };
             if weight(&b) > weight(&best.1) {
@@ -195,18 +164,16 @@ impl<'a> Inspector<'a> {
     /// The first thread of `pid` (not the main one) whose blocking point
     /// names a TCP connection, with that blocking point.
     fn thread_on_tcp(&mut self, pid: u32) -> Option<(u32, String)> {
-        let dir = fs::read_dir(self.root.join(format!("{pid}/task"))).ok()?;
-        let mut tids: Vec<u32> = dir
-            .flatten()
+        let mut tids: Vec<u32> = thread_ids(self.root, pid)
+            .ok()?
+            .into_iter()
             .take(MAX_THREADS)
-            .filter_map(|e| e.file_name().to_str()?.parse().ok())
             .filter(|&tid| tid != pid)
             .collect();
         tids.sort_unstable();
         tids.into_iter().find_map(|tid| {
-            let text =
-                fs::read_to_string(self.root.join(format!("{pid}/task/{tid}/syscall"))).ok()?;
-            let Some(Blocked::In { nr, args }) = Blocked::parse(&text) else {
+            let Ok(Some(Blocked::In { nr, args })) = thread_syscall(self.root, pid, Some(tid))
+            else {
                 return None;
             };
             let said = self.call(pid, nr, &args);
@@ -259,7 +226,7 @@ impl<'a> Inspector<'a> {
             _ => match classify(nr, args) {
                 Wait::Reads(fd) => self.reading(pid, fd),
                 Wait::Epoll(epfd) => {
-                    let fds = fs::read_to_string(self.root.join(format!("{pid}/fdinfo/{epfd}")))
+                    let fds = fdinfo(self.root, pid, epfd)
                         .map(|i| epoll_targets(&i))
                         .unwrap_or_default();
                     self.waiting_on(pid, "epoll", &fds)
@@ -286,13 +253,7 @@ impl<'a> Inspector<'a> {
         let Some(path) = path.filter(|p| !p.is_empty()) else {
             return "opening a file".into();
         };
-        let fifo = if path.starts_with('/') {
-            fs::metadata(&path).is_ok_and(|m| m.file_type().is_fifo())
-        } else {
-            fs::metadata(self.root.join(format!("{pid}/cwd/{path}")))
-                .is_ok_and(|m| m.file_type().is_fifo())
-        };
-        if fifo {
+        if cwd_is_fifo(self.root, pid, &path) {
             format!("opening the FIFO {path}, which no process has open at the other end")
         } else {
             format!("opening the file {path}")
@@ -350,16 +311,10 @@ impl<'a> Inspector<'a> {
     /// Names what `pid`'s descriptor `fd` is: the terminal, a pipe, a
     /// FIFO, a file, a TCP or Unix socket.
     fn target(&mut self, pid: u32, fd: u64) -> String {
-        let path = self.root.join(format!("{pid}/fd/{fd}"));
-        let Ok(link) = fs::read_link(&path) else {
+        let Ok(link) = fd_target(self.root, pid, fd) else {
             return format!("fd {fd}");
         };
-        let link = link.to_string_lossy().into_owned();
-        if let Some(inode) = link
-            .strip_prefix("socket:[")
-            .and_then(|s| s.strip_suffix(']'))
-            .and_then(|s| s.parse::<u64>().ok())
-        {
+        if let Some(inode) = socket_inode(&link) {
             return self.socket(pid, inode);
         }
         if link.starts_with("pipe:[") {
@@ -371,7 +326,7 @@ impl<'a> Inspector<'a> {
         if link.starts_with("/dev/pts/") || link.starts_with("/dev/tty") || link == "/dev/console" {
             return format!("the terminal {link}");
         }
-        if fs::metadata(&path).is_ok_and(|m| m.file_type().is_fifo()) {
+        if fd_is_fifo(self.root, pid, fd) {
             return format!("the FIFO {link}");
         }
         if link.starts_with('/') {
@@ -382,23 +337,13 @@ impl<'a> Inspector<'a> {
 
     fn socket(&mut self, pid: u32, inode: u64) -> String {
         if self.tcp.is_none() {
-            let mut tcp = HashMap::new();
-            for name in ["tcp", "tcp6"] {
-                if let Ok(text) = fs::read_to_string(self.root.join(format!("{pid}/net/{name}"))) {
-                    tcp.extend(parse_tcp(&text));
-                }
-            }
-            self.tcp = Some(tcp);
+            self.tcp = Some(read_tcp(self.root, pid));
         }
         if let Some(c) = self.tcp.as_ref().and_then(|t| t.get(&inode)) {
             return c.to_string();
         }
         if self.unix.is_none() {
-            self.unix = Some(
-                fs::read_to_string(self.root.join(format!("{pid}/net/unix")))
-                    .map(|t| parse_unix(&t))
-                    .unwrap_or_default(),
-            );
+            self.unix = Some(read_unix(self.root, pid));
         }
         match self.unix.as_ref().and_then(|u| u.get(&inode)) {
             Some(p) if p.is_empty() => "an unnamed Unix socket".into(),
@@ -410,9 +355,7 @@ impl<'a> Inspector<'a> {
     /// `what` ("a pipe", "the FIFO ...") with the task's processes that
     /// hold its other end: writers for a reader, readers for a writer.
     fn pipe_peers(&mut self, pid: u32, fd: u64, what: &str, reading: bool) -> String {
-        let key = fs::read_link(self.root.join(format!("{pid}/fd/{fd}")))
-            .map(|l| l.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let key = fd_target(self.root, pid, fd).unwrap_or_default();
         let (root, tree) = (self.root, self.tree);
         let pipes = self.pipes.get_or_insert_with(|| pipe_holders(root, tree));
         let peers: Vec<String> = pipes
@@ -495,28 +438,16 @@ impl<'a> Inspector<'a> {
 fn pipe_holders(root: &Path, tree: &[ProcStat]) -> HashMap<String, Vec<(u32, bool)>> {
     let mut map: HashMap<String, Vec<(u32, bool)>> = HashMap::new();
     for p in tree {
-        let Ok(dir) = fs::read_dir(root.join(format!("{}/fd", p.pid))) else {
+        let Ok(links) = fd_links(root, p.pid, usize::MAX) else {
             continue;
         };
-        for entry in dir.flatten() {
-            let Ok(link) = fs::read_link(entry.path()) else {
-                continue;
-            };
-            let link = link.to_string_lossy().into_owned();
-            let fifo = link.starts_with('/')
-                && fs::metadata(entry.path()).is_ok_and(|m| m.file_type().is_fifo());
+        for (fd, link) in links {
+            let fifo = link.starts_with('/') && fd_is_fifo(root, p.pid, fd);
             if !link.starts_with("pipe:[") && !fifo {
                 continue;
             }
-            let fd = entry.file_name();
-            let writes =
-                fs::read_to_string(root.join(format!("{}/fdinfo/{}", p.pid, fd.to_string_lossy())))
-                    .ok()
-                    .and_then(|info| {
-                        let flags = info.lines().find_map(|l| l.strip_prefix("flags:"))?;
-                        u32::from_str_radix(flags.trim(), 8).ok()
-                    })
-                    .is_some_and(|f| f & libc::O_ACCMODE as u32 != libc::O_RDONLY as u32);
+            let writes = fd_flags(root, p.pid, fd)
+                .is_some_and(|f| f & libc::O_ACCMODE as u32 != libc::O_RDONLY as u32);
             let holders = map.entry(link).or_default();
             if !holders.contains(&(p.pid, writes)) {
                 holders.push((p.pid, writes));
@@ -524,13 +455,6 @@ fn pipe_holders(root: &Path, tree: &[ProcStat]) -> HashMap<String, Vec<(u32, boo
         }
     }
     map
-}
-
-fn io_reason(e: &io::Error) -> String {
-    match e.kind() {
-        io::ErrorKind::PermissionDenied => "permission denied".into(),
-        _ => e.to_string(),
-    }
 }
 
 fn with_wchan(text: String, wchan: Option<&str>) -> String {
@@ -563,27 +487,6 @@ fn names_tcp_connection(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn epoll_fdinfo_names_its_targets() {
-        let info = "pos:\t0\nflags:\t02000002\nmnt_id:\t15\nino:\t1057\n\
-                    tfd:        0 events:       19 data:                0  pos:0 ino:3 sdev:18\n\
-                    tfd:        7 events:       19 data:                7  pos:0 ino:9 sdev:d\n";
-        assert_eq!(epoll_targets(info), vec![0, 7]);
-        assert!(epoll_targets("pos:\t0\n").is_empty());
-    }
-
-    #[test]
-    fn reads_and_waits_are_told_apart() {
-        let args = [3, 0, 0, 0, 0, 0];
-        assert_eq!(classify(libc::SYS_read, &args), Wait::Reads(3));
-        assert_eq!(classify(libc::SYS_recvfrom, &args), Wait::Reads(3));
-        assert_eq!(classify(libc::SYS_epoll_pwait, &args), Wait::Epoll(3));
-        assert_eq!(classify(libc::SYS_pselect6, &args), Wait::Below(3));
-        assert_eq!(classify(libc::SYS_ppoll, &args), Wait::Any);
-        assert_eq!(classify(libc::SYS_wait4, &args), Wait::Other);
-        assert_eq!(classify(libc::SYS_nanosleep, &args), Wait::Other);
-    }
 
     // R8.13: a kernel wait of "0" or nothing names no wait (kills `&&`
     // made `||` in `with_wchan`; ProcTable's reading of wchan drops both

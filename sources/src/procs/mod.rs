@@ -10,16 +10,13 @@
 //! arguments carry credentials.
 
 use std::collections::{HashMap, HashSet};
-use std::ffi::CStr;
 use std::fmt;
 use std::io;
-use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use nix::fcntl::OFlag;
-use nix::sys::stat::Mode;
+use watchdog_core::sys::{btime_ms, proc_root, ticks_per_second, ProcDir};
 use watchdog_core::{ChildInfo, ProcState};
 
 pub mod blocked;
@@ -32,7 +29,6 @@ mod syscall;
 pub use received::NetMeter;
 pub use sampler::{check_interval, sample_once, ProcessSampler, SampledChildren};
 pub use stat::{parse_btime, state_from_code, ProcStat, StatError};
-use stat::{read_btime_ms, stat_path, ticks_per_second};
 
 /// The sampling interval when none is given (R5.5).
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(15);
@@ -62,7 +58,10 @@ pub enum ProcsError {
         source: io::Error,
     },
     /// This platform has no `/proc` to sample.
-    #[error("process sampling is not supported on this platform (it reads Linux /proc)")]
+    #[error(
+        "process sampling is not supported on this platform (it reads Linux {})",
+        proc_root().display()
+    )]
     Unsupported,
     /// Starting the sampling thread failed.
     #[error("cannot start the process sampler thread: {0}")]
@@ -132,12 +131,11 @@ pub struct ProcTable {
     /// Samples since the last walk that read every process.
     since_full_walk: u32,
     /// The table's directory, opened once; stat files are opened from it.
-    dir: Option<OwnedFd>,
+    dir: Option<ProcDir>,
     /// Follow the kernel's children lists when it has them.
     follow_children: bool,
     /// Say what suspects are blocked on (R8.13).
     blocked_on: bool,
-    buf: Vec<u8>,
 }
 
 impl fmt::Debug for ProcTable {
@@ -160,15 +158,15 @@ impl ProcTable {
     /// Reads the system's `/proc`.
     pub fn new() -> ProcTable {
         static BTIME_MS: OnceLock<Option<u64>> = OnceLock::new();
-        let btime_ms = *BTIME_MS.get_or_init(|| read_btime_ms(Path::new("/proc")));
-        ProcTable::build("/proc".into(), btime_ms, true)
+        let btime_ms = *BTIME_MS.get_or_init(|| btime_ms(proc_root()));
+        ProcTable::build(proc_root().into(), btime_ms, true)
     }
 
     /// Reads a `/proc`-shaped tree at `root` (for fixtures): `root/stat`
     /// for the boot time and `root/[pid]/stat`, `root/[pid]/wchan`.
     pub fn at(root: impl Into<PathBuf>) -> ProcTable {
         let root = root.into();
-        let btime_ms = read_btime_ms(&root);
+        let btime_ms = btime_ms(&root);
         ProcTable::build(root, btime_ms, false)
     }
 
@@ -186,7 +184,6 @@ impl ProcTable {
             dir: None,
             follow_children: true,
             blocked_on: true,
-            buf: vec![0; 1024],
         }
     }
 
@@ -427,22 +424,19 @@ impl ProcTable {
             path: root.to_path_buf(),
             source,
         };
-        if self.dir.is_none() {
-            let dir = nix::fcntl::open(
-                &self.root,
-                OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
-                Mode::empty(),
-            )
-            .map_err(|e| unreadable(&self.root, e.into()))?;
-            self.dir = Some(dir);
-        }
+        let dir = match &mut self.dir {
+            Some(dir) => dir,
+            None => self
+                .dir
+                .insert(ProcDir::open(&self.root).map_err(|e| unreadable(&self.root, e))?),
+        };
         if self.follow_children {
-            if let Some(tree) = self.read_tree(root_pid) {
+            if let Some(tree) = read_tree(dir, root_pid) {
                 return Ok(tree);
             }
         }
-        let entries = std::fs::read_dir(&self.root).map_err(|e| unreadable(&self.root, e))?;
-        let last_pid = self.read_last_pid();
+        let last_pid = dir.last_pid();
+        let pids = dir.pids().map_err(|e| unreadable(&self.root, e))?;
         let full = self.since_full_walk + 1 >= FULL_WALK_EVERY
             || self.last_pid.is_none()
             || last_pid.is_none();
@@ -454,28 +448,14 @@ impl ProcTable {
         };
         let outsiders = std::mem::take(&mut self.outsiders);
         let mut table = Vec::with_capacity(32);
-        let mut listed = Vec::with_capacity(256);
-        let mut name_buf = [0u8; 24];
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(pid) = name
-                .to_str()
-                .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
-                .and_then(|n| n.parse::<u32>().ok())
-            else {
-                continue;
-            };
-            listed.push(pid);
+        for &pid in &pids {
             if !full && pid != root_pid && outsiders.contains(&pid) && !passed(pid) {
                 continue;
             }
-            let path = stat_path(&mut name_buf, pid, b"/stat");
-            let Some(bytes) = self.read_at(path) else {
-                continue;
-            };
-            match ProcStat::parse(&self.buf[..bytes]) {
-                Ok(stat) => table.push(stat),
-                Err(e) => {
+            match dir.stat(pid) {
+                None => continue,
+                Some(Ok(stat)) => table.push(stat),
+                Some(Err(e)) => {
                     tracing::debug!(pid, error = %e, "process sampler: unparsable stat skipped")
                 }
             }
@@ -484,117 +464,49 @@ impl ProcTable {
         self.since_full_walk = if full { 0 } else { self.since_full_walk + 1 };
         // Everything listed becomes an outsider except the tree, which the
         // caller takes out again once it knows it.
-        self.outsiders = listed.into_iter().filter(|&p| p != root_pid).collect();
+        self.outsiders = pids.into_iter().filter(|&p| p != root_pid).collect();
         Ok(table)
     }
 
-    /// Reads the `stat` of the root and of every process the kernel lists
-    /// as a child of one of the tree's threads, down the tree; `None` when
-    /// the root has no children lists to follow (the caller walks the table
-    /// instead). Processes that vanish on the way are left out, and a pid
-    /// listed twice (or in a loop, in a hostile fixture) is read once.
-    fn read_tree(&mut self, root_pid: u32) -> Option<Vec<ProcStat>> {
-        let mut table = Vec::new();
-        let mut queue = vec![root_pid];
-        let mut queued = HashSet::from([root_pid]);
-        let mut name_buf = [0u8; 24];
-        while let Some(pid) = queue.pop() {
-            let is_root = pid == root_pid;
-            let Some(bytes) = self.read_at(stat_path(&mut name_buf, pid, b"/stat")) else {
-                if is_root {
-                    // No root: no descendants, whichever way one looks.
-                    return Some(table);
-                }
-                continue;
-            };
-            match ProcStat::parse(&self.buf[..bytes]) {
-                Ok(stat) => table.push(stat),
-                Err(e) => {
-                    tracing::debug!(pid, error = %e, "process sampler: unparsable stat skipped");
-                    continue;
-                }
-            }
-            match self.read_children(pid) {
-                Some(kids) => {
-                    for kid in kids {
-                        if queued.insert(kid) {
-                            queue.push(kid);
-                        }
-                    }
-                }
-                None if is_root => return None,
-                None => {}
-            }
-        }
-        Some(table)
-    }
-
-    /// Returns the children the kernel lists for every thread of `pid`, or
-    /// `None` if the lists cannot be read.
-    fn read_children(&mut self, pid: u32) -> Option<Vec<u32>> {
-        let tasks = std::fs::read_dir(self.root.join(format!("{pid}/task"))).ok()?;
-        let mut kids = Vec::new();
-        let mut any = false;
-        for task in tasks.flatten() {
-            let Some(tid) = task
-                .file_name()
-                .to_str()
-                .and_then(|t| t.parse::<u32>().ok())
-            else {
-                continue;
-            };
-            let path = std::ffi::CString::new(format!("{pid}/task/{tid}/children")).ok()?;
-            // A thread that ended since the listing has no file any more.
-            let Some(bytes) = self.read_at(&path) else {
-                continue;
-            };
-            any = true;
-            let text = std::str::from_utf8(&self.buf[..bytes]).ok()?;
-            kids.extend(
-                text.split_ascii_whitespace()
-                    .filter_map(|k| k.parse::<u32>().ok()),
-            );
-        }
-        any.then_some(kids)
-    }
-
-    /// Reads a small file relative to the table's directory into `buf`;
-    /// returns the length, or `None` if it could not be read.
-    fn read_at(&mut self, path: &CStr) -> Option<usize> {
-        let dir = self.dir.as_ref()?;
-        let fd = nix::fcntl::openat(dir, path, OFlag::O_RDONLY | OFlag::O_CLOEXEC, Mode::empty())
-            .ok()?;
-        // One read returns a whole stat line; keep reading only if the
-        // buffer filled up.
-        let mut len = 0;
-        loop {
-            if len == self.buf.len() {
-                self.buf.resize(len * 2, 0);
-            }
-            match nix::unistd::read(&fd, &mut self.buf[len..]) {
-                Ok(0) => return Some(len),
-                Ok(n) => {
-                    len += n;
-                    if self.buf[len - 1] == b'\n' {
-                        return Some(len);
-                    }
-                }
-                Err(nix::errno::Errno::EINTR) => {}
-                Err(_) => return None,
-            }
-        }
-    }
-
-    fn read_last_pid(&mut self) -> Option<u32> {
-        let bytes = self.read_at(c"loadavg")?;
-        let text = std::str::from_utf8(&self.buf[..bytes]).ok()?;
-        text.split_ascii_whitespace().nth(4)?.parse().ok()
-    }
-
     fn read_wchan(&mut self, pid: u32) -> Option<String> {
-        let mut name_buf = [0u8; 24];
-        let bytes = self.read_at(stat_path(&mut name_buf, pid, b"/wchan"))?;
-        let text = std::str::from_utf8(&self.buf[..bytes]).ok()?.trim();
-        (!text.is_empty() && text != "0").then(|| text.to_owned())
+        self.dir.as_mut()?.wchan(pid)
     }
+}
+
+/// Reads the `stat` of the root and of every process the kernel lists as a
+/// child of one of the tree's threads, down the tree; `None` when the root
+/// has no children lists to follow (the caller walks the table instead).
+/// Processes that vanish on the way are left out, and a pid listed twice
+/// (or in a loop, in a hostile fixture) is read once.
+fn read_tree(dir: &mut ProcDir, root_pid: u32) -> Option<Vec<ProcStat>> {
+    let mut table = Vec::new();
+    let mut queue = vec![root_pid];
+    let mut queued = HashSet::from([root_pid]);
+    while let Some(pid) = queue.pop() {
+        let is_root = pid == root_pid;
+        match dir.stat(pid) {
+            None if is_root => {
+                // No root: no descendants, whichever way one looks.
+                return Some(table);
+            }
+            None => continue,
+            Some(Ok(stat)) => table.push(stat),
+            Some(Err(e)) => {
+                tracing::debug!(pid, error = %e, "process sampler: unparsable stat skipped");
+                continue;
+            }
+        }
+        match dir.children(pid) {
+            Some(kids) => {
+                for kid in kids {
+                    if queued.insert(kid) {
+                        queue.push(kid);
+                    }
+                }
+            }
+            None if is_root => return None,
+            None => {}
+        }
+    }
+    Some(table)
 }

@@ -3,8 +3,10 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::path::PathBuf;
+
+use watchdog_core::sys::{fd_links, proc_root, socket_inode, Pidfd};
 
 use super::net::tcp_bytes_received;
 
@@ -85,7 +87,7 @@ impl NetMeter {
     /// A meter reading the system's `/proc` and the kernel's TCP sockets.
     pub fn new() -> NetMeter {
         NetMeter {
-            proc_root: PathBuf::from("/proc"),
+            proc_root: proc_root().into(),
             dump_only: false,
             prev: None,
             samples: 0,
@@ -177,61 +179,34 @@ impl NetMeter {
     /// The socket descriptors of `pid` and their inodes, from the
     /// `socket:[INODE]` links in `/proc/PID/fd`; none if it cannot be read.
     fn sockets_of(&self, pid: u32) -> Vec<(i32, u64)> {
-        let Ok(fds) = std::fs::read_dir(self.proc_root.join(format!("{pid}/fd"))) else {
+        let Ok(links) = fd_links(&self.proc_root, pid, usize::MAX) else {
             return Vec::new();
         };
-        let mut out = Vec::new();
-        for fd in fds.flatten() {
-            let Some(num) = fd.file_name().to_str().and_then(|n| n.parse().ok()) else {
-                continue;
-            };
-            let Ok(target) = std::fs::read_link(fd.path()) else {
-                continue;
-            };
-            let inode = target
-                .to_str()
-                .and_then(|t| t.strip_prefix("socket:["))
-                .and_then(|t| t.strip_suffix(']'))
-                .and_then(|t| t.parse::<u64>().ok());
-            if let Some(inode) = inode {
-                out.push((num, inode));
-            }
-        }
-        out
+        links
+            .iter()
+            .filter_map(|(fd, link)| Some((i32::try_from(*fd).ok()?, socket_inode(link)?)))
+            .collect()
     }
 }
 
 /// A pidfd for `pid`, if the kernel has them and the process lives.
-fn pidfd_open(pid: u32) -> Option<OwnedFd> {
-    let pid = libc::pid_t::try_from(pid).ok()?;
-    // SAFETY: pidfd_open(2) takes a pid and flags; the result is owned.
-    let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    let raw = i32::try_from(raw).ok().filter(|&fd| fd >= 0)?;
-    // SAFETY: `raw` is a fresh descriptor nothing else owns.
-    Some(unsafe { OwnedFd::from_raw_fd(raw) })
+fn pidfd_open(pid: u32) -> Option<Pidfd> {
+    Pidfd::open(pid).ok()
 }
 
 /// `tcpi_bytes_received` of descriptor `fd` of the process behind `pidfd`,
 /// read through a copy of it that is closed at once: `Ok(None)` for a
 /// socket that is not TCP (or a kernel older than 4.1 that lacks the
 /// count), an error when the copy is refused.
-fn tcp_bytes_of(pidfd: &OwnedFd, fd: i32) -> io::Result<Option<u64>> {
+fn tcp_bytes_of(pidfd: &Pidfd, fd: i32) -> io::Result<Option<u64>> {
     /// `tcpi_bytes_received`'s offset in `struct tcp_info`.
     const BYTES_RECEIVED: usize = 128;
-    // SAFETY: pidfd_getfd(2) takes a pidfd, a descriptor number and flags;
-    // the result is owned.
-    let raw = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), fd, 0) };
-    let Some(raw) = i32::try_from(raw).ok().filter(|&fd| fd >= 0) else {
-        let e = io::Error::last_os_error();
+    let copy = match pidfd.get_fd(fd) {
+        Ok(copy) => copy,
         // The descriptor was closed since it was listed: nothing to read.
-        return if e.raw_os_error() == Some(libc::EBADF) {
-            Ok(None)
-        } else {
-            Err(e)
-        };
+        Err(e) if e.raw_os_error() == Some(libc::EBADF) => return Ok(None),
+        Err(e) => return Err(e),
     };
-    // SAFETY: `raw` is a fresh descriptor nothing else owns.
-    let copy = unsafe { OwnedFd::from_raw_fd(raw) };
     let mut info = [0u8; 256];
     let mut len = info.len() as libc::socklen_t;
     // SAFETY: `info` is writable for `len` bytes and `len` is its size.

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use super::pidfd::Pidfd;
+
 /// Waits until process `pid` ends (exits, so it is at most a zombie) or
 /// `timeout` passes; returns true if it has ended, or if there is no such
 /// process.
@@ -29,38 +31,18 @@ use std::time::Duration;
 /// sleeper.wait().unwrap();
 /// ```
 pub fn wait_exit(pid: u32, timeout: Duration) -> bool {
-    let Ok(raw) = libc::pid_t::try_from(pid) else {
+    if libc::pid_t::try_from(pid).is_err() {
         return true;
-    };
-    let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
-    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, raw, 0) };
-    if fd < 0 {
-        if std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
-            return true;
-        }
-        // No pidfd here: wait the timeout out on no descriptor at all.
-        // SAFETY: poll with no descriptors only waits.
-        unsafe { libc::poll(std::ptr::null_mut(), 0, ms) };
-        return false;
     }
-    let fd = fd as libc::c_int;
-    let mut p = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    let ended = loop {
-        // SAFETY: one valid pollfd for the duration of the call.
-        let rc = unsafe { libc::poll(&mut p, 1, ms) };
-        if rc >= 0 {
-            break rc > 0;
+    match Pidfd::open(pid) {
+        Ok(fd) => fd.wait(timeout).unwrap_or(false),
+        Err(e) if e.raw_os_error() == Some(libc::ESRCH) => true,
+        Err(_) => {
+            // No pidfd here: wait the timeout out on no descriptor at all.
+            let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+            // SAFETY: poll with no descriptors only waits.
+            unsafe { libc::poll(std::ptr::null_mut(), 0, ms) };
+            false
         }
-        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            break false;
-        }
-    };
-    // SAFETY: `fd` is ours, opened above and closed once.
-    unsafe { libc::close(fd) };
-    ended
+    }
 }

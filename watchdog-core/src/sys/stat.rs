@@ -1,8 +1,16 @@
-//! The one parser of `/proc/[pid]/stat` lines (R5.5, R10.6): the process
-//! sampler (sources), the process sink's group lookup (sinks) and the
-//! CLI's reaper all read the kernel's process table through it. The
+//! `PID/stat` and the other small per-process files (`comm`, `exe`), with
+//! the table's own `stat` (boot time) and `uptime` (R5.5, R10.6, R10.7).
+//!
+//! [`ProcStat::parse`] is the one parser of `/proc/[pid]/stat` lines: the
+//! process sampler (sources), the process sink's group lookup (sinks) and
+//! the CLI's reaper all read the kernel's process table through it. The
 //! command name (field 2) is arbitrary bytes, spaces and parentheses
-//! included, so it ends at the line's last `)`.
+//! included, so it ends at the line's last `)`. The readers return `None`
+//! for a process that is gone (or a line that does not parse): a table
+//! changes while it is read.
+
+use std::num::NonZeroU64;
+use std::path::{Path, PathBuf};
 
 use crate::ProcState;
 
@@ -193,6 +201,114 @@ pub fn state_from_code(code: u8) -> ProcState {
     }
 }
 
+/// Parses the `btime` (boot time, Unix seconds) line of `/proc/stat`.
+///
+/// # Examples
+///
+/// ```
+/// use watchdog_core::sys::parse_btime;
+/// assert_eq!(parse_btime("cpu  1 2 3\nbtime 1700000000\nprocesses 9\n"), Some(1_700_000_000));
+/// assert_eq!(parse_btime("cpu 1 2 3\n"), None);
+/// ```
+pub fn parse_btime(proc_stat: &str) -> Option<u64> {
+    proc_stat
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// Returns the boot time in Unix milliseconds, from `root/stat`; `None`
+/// when it cannot be read.
+///
+/// # Examples
+///
+/// ```
+/// use watchdog_core::sys::{btime_ms, proc_root};
+/// # #[cfg(target_os = "linux")]
+/// assert!(btime_ms(proc_root()).unwrap() > 1_000_000_000_000);
+/// ```
+pub fn btime_ms(root: &Path) -> Option<u64> {
+    let text = std::fs::read_to_string(root.join("stat")).ok()?;
+    parse_btime(&text).map(|s| s.saturating_mul(1000))
+}
+
+/// Returns the clock ticks per second that `stat`'s CPU and start times
+/// count in (`sysconf(_SC_CLK_TCK)`, 100 where it says nothing usable).
+///
+/// # Examples
+///
+/// ```
+/// assert!(watchdog_core::sys::ticks_per_second() > 0);
+/// ```
+pub fn ticks_per_second() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    u64::try_from(t)
+        .ok()
+        .and_then(NonZeroU64::new)
+        .map_or(100, NonZeroU64::get)
+}
+
+/// Reads and parses `root/PID/stat`; `None` when the process is gone or
+/// its line does not parse.
+///
+/// # Examples
+///
+/// ```
+/// use watchdog_core::sys::{proc_root, read_stat};
+/// # #[cfg(target_os = "linux")] {
+/// let me = std::process::id();
+/// assert_eq!(read_stat(proc_root(), me).unwrap().pid, me);
+/// # }
+/// ```
+pub fn read_stat(root: &Path, pid: u32) -> Option<ProcStat> {
+    let line = std::fs::read(root.join(format!("{pid}/stat"))).ok()?;
+    ProcStat::parse(&line).ok()
+}
+
+/// Reads `root/PID/comm`, the executable's name (at most 15 bytes), without
+/// its newline; `None` when the process is gone.
+///
+/// # Examples
+///
+/// ```
+/// use watchdog_core::sys::{comm, proc_root};
+/// # #[cfg(target_os = "linux")]
+/// assert!(!comm(proc_root(), std::process::id()).unwrap().ends_with('\n'));
+/// ```
+pub fn comm(root: &Path, pid: u32) -> Option<String> {
+    let text = std::fs::read_to_string(root.join(format!("{pid}/comm"))).ok()?;
+    Some(text.trim_end_matches('\n').to_owned())
+}
+
+/// Reads the `root/PID/exe` link, the path of the executable the process
+/// runs; `None` when it is gone or not ours to look at.
+///
+/// # Examples
+///
+/// ```
+/// use watchdog_core::sys::{exe, proc_root};
+/// # #[cfg(target_os = "linux")]
+/// assert_eq!(exe(proc_root(), std::process::id()), std::env::current_exe().ok());
+/// ```
+pub fn exe(root: &Path, pid: u32) -> Option<PathBuf> {
+    std::fs::read_link(root.join(format!("{pid}/exe"))).ok()
+}
+
+/// Reads the seconds since boot from `root/uptime` (its first field).
+///
+/// # Examples
+///
+/// ```
+/// use watchdog_core::sys::{proc_root, uptime};
+/// # #[cfg(target_os = "linux")]
+/// assert!(uptime(proc_root()).unwrap() > 0.0);
+/// ```
+pub fn uptime(root: &Path) -> Option<f64> {
+    let text = std::fs::read_to_string(root.join("uptime")).ok()?;
+    text.split_whitespace().next()?.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,5 +355,26 @@ mod tests {
         );
         assert!(ProcStat::parse(b"").is_err());
         assert!(ProcStat::parse(b") 42 (").is_err());
+    }
+
+    #[test]
+    fn fixture_files_are_read_and_a_missing_process_is_none() {
+        let dir = std::env::temp_dir().join(format!("sys-stat-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("42")).unwrap();
+        std::fs::write(dir.join("stat"), "cpu 1 2\nbtime 1700000000\n").unwrap();
+        std::fs::write(dir.join("uptime"), "123.45 67.0\n").unwrap();
+        std::fs::write(dir.join("42/stat"), line("a b", 'S')).unwrap();
+        std::fs::write(dir.join("42/comm"), "a b\n").unwrap();
+        assert_eq!(btime_ms(&dir), Some(1_700_000_000_000));
+        assert_eq!(uptime(&dir), Some(123.45));
+        assert_eq!(read_stat(&dir, 42).unwrap().comm, "a b");
+        assert_eq!(comm(&dir, 42).as_deref(), Some("a b"));
+        assert_eq!(
+            (read_stat(&dir, 43), comm(&dir, 43), exe(&dir, 42)),
+            (None, None, None)
+        );
+        std::fs::write(dir.join("42/stat"), "42 (trunc").unwrap();
+        assert_eq!(read_stat(&dir, 42), None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
