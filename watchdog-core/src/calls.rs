@@ -12,89 +12,9 @@
 //! signal is recorded, so garbage never renews a budget.
 
 use crate::clock::Nanos;
-use crate::error::GuardError;
+use crate::error::{check, shown, CallProblem, GuardError, MAX_CALLS_IN_FLIGHT};
 use crate::guard::Recorder;
 use crate::status::CallOutcome;
-
-/// The longest tool-call id or tool name accepted, in bytes (R10.6).
-///
-/// # Examples
-///
-/// ```
-/// use watchdog_core::{Guard, ManualClock, Profile, MAX_CALL_ID};
-///
-/// let guard = Guard::builder().clock(ManualClock::new()).build();
-/// let task = guard.start("turn", Profile::default()).unwrap();
-/// assert!(task.tool_started(&"c".repeat(MAX_CALL_ID), "bash").is_ok());
-/// assert!(task.tool_started(&"c".repeat(MAX_CALL_ID + 1), "bash").is_err());
-/// ```
-pub const MAX_CALL_ID: usize = 256;
-
-/// The most tool calls one task keeps in flight; a start beyond it is
-/// refused, so a runaway stream cannot grow memory (R10.6).
-///
-/// # Examples
-///
-/// ```
-/// use watchdog_core::{CallProblem, Guard, GuardError, ManualClock, Profile, MAX_CALLS_IN_FLIGHT};
-///
-/// let guard = Guard::builder().clock(ManualClock::new()).build();
-/// let task = guard.start("turn", Profile::default()).unwrap();
-/// for i in 0..MAX_CALLS_IN_FLIGHT {
-///     task.tool_started(&format!("c{i}"), "bash").unwrap();
-/// }
-/// let full = task.tool_started("one-more", "bash").unwrap_err();
-/// assert!(matches!(full, GuardError::BadCall { problem: CallProblem::TooMany, .. }));
-/// ```
-pub const MAX_CALLS_IN_FLIGHT: usize = 1024;
-
-/// What is wrong with a tool call a runner reported (R5.3, R10.6).
-///
-/// # Examples
-///
-/// ```
-/// use watchdog_core::CallProblem;
-/// assert_eq!(CallProblem::TooLong(300).to_string(), "tool call id or name is 300 bytes, more than 256");
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum CallProblem {
-    /// The call id was empty.
-    #[error("tool call id is empty")]
-    EmptyId,
-    /// The tool name was empty.
-    #[error("tool name is empty")]
-    EmptyName,
-    /// An id or name longer than [`MAX_CALL_ID`] bytes; the length given.
-    #[error("tool call id or name is {0} bytes, more than 256")]
-    TooLong(usize),
-    /// [`MAX_CALLS_IN_FLIGHT`] calls are already in flight.
-    #[error("1024 tool calls are already in flight, the most one task tracks")]
-    TooMany,
-}
-
-/// Checks a call's id and name against the limits, id first.
-pub(crate) fn check(id: &str, name: &str) -> Result<(), CallProblem> {
-    for (s, empty) in [(id, CallProblem::EmptyId), (name, CallProblem::EmptyName)] {
-        if s.is_empty() {
-            return Err(empty);
-        }
-        if s.len() > MAX_CALL_ID {
-            return Err(CallProblem::TooLong(s.len()));
-        }
-    }
-    Ok(())
-}
-
-/// Cuts an untrusted id for errors and logs to [`MAX_CALL_ID`] bytes, on a
-/// character boundary.
-pub(crate) fn shown(id: &str) -> &str {
-    let mut end = id.len().min(MAX_CALL_ID);
-    while !id.is_char_boundary(end) {
-        end -= 1;
-    }
-    &id[..end]
-}
 
 /// One tool call, in flight or the last one seen.
 #[derive(Debug)]

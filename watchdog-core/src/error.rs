@@ -1,10 +1,13 @@
-//! Errors of the guard's API: each names the task and what was wrong.
+//! Errors of the guard's API, each naming the task and what was wrong;
+//! the problems a tool call can have (with the limits they cite); and the
+//! one error of a refused profile option. Every tier above names these, so
+//! they sit below it: this file imports only the task id.
 
+use std::borrow::Cow;
+use std::fmt;
 use std::time::Duration;
 
-use crate::calls::CallProblem;
 use crate::event::TaskId;
-use crate::profile::ProfileError;
 
 /// Why a guard or task operation was refused.
 ///
@@ -121,3 +124,140 @@ pub enum GuardError {
         requested: Duration,
     },
 }
+
+/// The longest tool-call id or tool name accepted, in bytes (R10.6).
+///
+/// # Examples
+///
+/// ```
+/// use watchdog_core::{Guard, ManualClock, Profile, MAX_CALL_ID};
+///
+/// let guard = Guard::builder().clock(ManualClock::new()).build();
+/// let task = guard.start("turn", Profile::default()).unwrap();
+/// assert!(task.tool_started(&"c".repeat(MAX_CALL_ID), "bash").is_ok());
+/// assert!(task.tool_started(&"c".repeat(MAX_CALL_ID + 1), "bash").is_err());
+/// ```
+pub const MAX_CALL_ID: usize = 256;
+
+/// The most tool calls one task keeps in flight; a start beyond it is
+/// refused, so a runaway stream cannot grow memory (R10.6).
+///
+/// # Examples
+///
+/// ```
+/// use watchdog_core::{CallProblem, Guard, GuardError, ManualClock, Profile, MAX_CALLS_IN_FLIGHT};
+///
+/// let guard = Guard::builder().clock(ManualClock::new()).build();
+/// let task = guard.start("turn", Profile::default()).unwrap();
+/// for i in 0..MAX_CALLS_IN_FLIGHT {
+///     task.tool_started(&format!("c{i}"), "bash").unwrap();
+/// }
+/// let full = task.tool_started("one-more", "bash").unwrap_err();
+/// assert!(matches!(full, GuardError::BadCall { problem: CallProblem::TooMany, .. }));
+/// ```
+pub const MAX_CALLS_IN_FLIGHT: usize = 1024;
+
+/// What is wrong with a tool call a runner reported (R5.3, R10.6).
+///
+/// # Examples
+///
+/// ```
+/// use watchdog_core::CallProblem;
+/// assert_eq!(CallProblem::TooLong(300).to_string(), "tool call id or name is 300 bytes, more than 256");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallProblem {
+    /// The call id was empty.
+    #[error("tool call id is empty")]
+    EmptyId,
+    /// The tool name was empty.
+    #[error("tool name is empty")]
+    EmptyName,
+    /// An id or name longer than [`MAX_CALL_ID`] bytes; the length given.
+    #[error("tool call id or name is {0} bytes, more than 256")]
+    TooLong(usize),
+    /// [`MAX_CALLS_IN_FLIGHT`] calls are already in flight.
+    #[error("1024 tool calls are already in flight, the most one task tracks")]
+    TooMany,
+}
+
+/// Checks a call's id and name against the limits, id first.
+pub(crate) fn check(id: &str, name: &str) -> Result<(), CallProblem> {
+    for (s, empty) in [(id, CallProblem::EmptyId), (name, CallProblem::EmptyName)] {
+        if s.is_empty() {
+            return Err(empty);
+        }
+        if s.len() > MAX_CALL_ID {
+            return Err(CallProblem::TooLong(s.len()));
+        }
+    }
+    Ok(())
+}
+
+/// Cuts an untrusted id for errors and logs to [`MAX_CALL_ID`] bytes, on a
+/// character boundary.
+pub(crate) fn shown(id: &str) -> &str {
+    let mut end = id.len().min(MAX_CALL_ID);
+    while !id.is_char_boundary(end) {
+        end -= 1;
+    }
+    &id[..end]
+}
+
+/// A profile option that was refused: the one error of every door
+/// (R7.2, R10.6), naming the key and what was wrong.
+///
+/// Its form is `KEY is FOUND, expected RANGE` for a value out of range and
+/// `KEY: WHY, expected FORM` for a value of the wrong form or an unknown
+/// key.
+///
+/// # Examples
+///
+/// ```
+/// use watchdog_core::Profile;
+///
+/// let err = Profile::default().terminate_after(5000).validate().unwrap_err();
+/// assert_eq!(err.to_string(), "terminate-after is 5000, expected 0..=1000 (0 means never cancel)");
+/// let err = Profile::default().set("notifyOnly", "yes").unwrap_err();
+/// assert_eq!(err.to_string(), "notifyOnly: \"yes\" is not a boolean, expected a boolean (true or false)");
+/// assert_eq!(err.problem(), "\"yes\" is not a boolean, expected a boolean (true or false)");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProfileError {
+    /// The key as the caller spelt it (`idle`, `max_deadline`,
+    /// `maxDeadline`, `--idle`); kebab-case from [`Profile::validate`].
+    pub key: Cow<'static, str>,
+    /// The refused value, as a person would write it.
+    pub found: String,
+    /// The allowed range or form.
+    pub expected: Cow<'static, str>,
+    /// What is wrong with the form, when it is not the range.
+    pub why: Option<String>,
+}
+
+impl ProfileError {
+    /// Returns the message without the key: what was wrong and what was
+    /// expected (for a door that names the key its own way).
+    pub fn problem(&self) -> String {
+        match &self.why {
+            Some(why) => format!("{why}, expected {}", self.expected),
+            None => format!("{} is out of range, expected {}", self.found, self.expected),
+        }
+    }
+}
+
+impl fmt::Display for ProfileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.why {
+            Some(why) => write!(f, "{}: {why}, expected {}", self.key, self.expected),
+            None => write!(
+                f,
+                "{} is {}, expected {}",
+                self.key, self.found, self.expected
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ProfileError {}

@@ -53,7 +53,6 @@ mod guard;
 mod loom;
 #[cfg(all(test, loom))]
 mod loom_models;
-mod option;
 mod profile;
 #[cfg(test)]
 mod race;
@@ -69,20 +68,18 @@ mod value;
 
 pub use at_stall::{AtStall, StallNote, StallReport};
 pub use builder::GuardBuilder;
-pub use calls::{CallProblem, MAX_CALLS_IN_FLIGHT, MAX_CALL_ID};
 pub use clock::{Clock, LaggingClock, ManualClock, MonotonicClock, Nanos};
 pub use duration::{
     check_duration, duration_from_millis, instant_after, parse_duration, DurationError,
     DURATION_RANGE, MAX_DURATION,
 };
-pub use error::GuardError;
+pub use error::{CallProblem, GuardError, ProfileError, MAX_CALLS_IN_FLIGHT, MAX_CALL_ID};
 pub use event::{
     Action, ActionKind, Budget, ChildInfo, Event, EventKind, LeftoverAction, Outcome, ProcState,
     ProcessName, TaskId,
 };
 pub use guard::{Guard, OutputCounter, Recorder, TaskHandle};
-pub use option::{OptionSpec, Setting, OPTIONS};
-pub use profile::{Profile, ProfileError};
+pub use profile::{OptionSpec, Profile, Setting, OPTIONS};
 pub use signal::{KindSet, SignalKind, UnknownKind};
 pub use sink::{Delivered, Delivery, RecordingSink, Sink, SinkError};
 pub use status::{

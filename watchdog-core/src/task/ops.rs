@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use super::{finished_step, Life, Out, Task};
 use super::{ChildProbe, VerdictLook};
-use crate::calls::check as check_call;
 use crate::cell::STARTUP_PENDING;
 use crate::clock::Nanos;
+use crate::error::check as check_call;
 use crate::error::GuardError;
 use crate::event::{EventKind, Outcome};
 use crate::status::{BackgroundTask, CallOutcome};
