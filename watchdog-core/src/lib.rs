@@ -51,7 +51,7 @@ mod vocab;
 pub use engine::guard::{Guard, GuardBuilder, TaskHandle};
 pub use engine::recorder::{OutputCounter, Recorder};
 pub use engine::repeat;
-pub use state::task::probe::{ChildProbe, VerdictLook};
+pub use state::probe::{ChildProbe, VerdictLook};
 pub use vocab::at_stall::{StallNote, StallReport};
 pub use vocab::clock::{Clock, LaggingClock, ManualClock, MonotonicClock, Nanos};
 pub use vocab::duration::{

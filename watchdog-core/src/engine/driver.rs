@@ -10,7 +10,7 @@ use crate::engine::dispatch::Dispatcher;
 use crate::engine::spawn::{spawn_checked, SpawnGate};
 use crate::loom::heavy_barrier;
 use crate::loom::sync::Mutex;
-use crate::state::task::probe::VerdictLook;
+use crate::state::probe::VerdictLook;
 use crate::state::task::{Life, Out, Task};
 use crate::vocab::clock::{Clock, ManualClock, MonotonicClock, Nanos};
 use crate::vocab::error::GuardError;

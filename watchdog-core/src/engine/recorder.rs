@@ -14,7 +14,7 @@ use crate::engine::driver::Inner;
 use crate::engine::repeat::Repeats;
 use crate::engine::slab::CellRef;
 use crate::state::cell::CounterSlot;
-use crate::state::task::probe::{ChildProbe, VerdictLook};
+use crate::state::probe::{ChildProbe, VerdictLook};
 use crate::state::task::{Out, Task};
 use crate::state::window::{call_input, call_result, new_judge};
 use crate::vocab::clock::{Clock, MonotonicClock, Nanos};

@@ -10,6 +10,7 @@
 pub(crate) mod calls;
 pub(crate) mod cell;
 pub(crate) mod outbox;
+pub(crate) mod probe;
 #[cfg(test)]
 pub(crate) mod race;
 pub(crate) mod task;

@@ -8,7 +8,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use crate::state::task::probe::ChildProbe;
+use crate::state::probe::ChildProbe;
 use crate::vocab::at_stall::{ReportSlot, StallReport};
 use crate::vocab::event::{Action, ChildInfo, Event, EventKind};
 use crate::vocab::sink::AtStall;
