@@ -10,6 +10,41 @@
 //! it as the event leaves the outbox, outside that lock and before any
 //! sink sees the event, so every sink still gets the look taken at the
 //! stall.
+//!
+//! # Invariants
+//!
+//! - `outbox` holds what the scheduler emitted, in emission order: it is
+//!   pushed to only with the scheduler lock held ([`Dispatcher::push`]),
+//!   which is what orders emissions across threads, and popped only by the
+//!   holder of `draining`.
+//! - At most one thread delivers at a time: the one holding `draining`.
+//!   It pops one item at a time and lets go of `outbox` before resolving
+//!   it (the child probe, the at-stall steps) and before calling any sink,
+//!   so a producer never waits on a sink.
+//! - A caller of [`Dispatcher::drain`] that finds `draining` taken returns
+//!   at once: the holder's loop looks at `outbox` again after letting go of
+//!   `draining`, so an item pushed meanwhile is never stranded.
+//! - Each isolated sink's `QueueState` (its items, `busy`, `closed`, the
+//!   heartbeat count) is guarded by its own `state` lock, with `cv` to wake
+//!   its worker and whoever waits in [`Dispatcher::flush`]. The worker
+//!   takes an item with the lock held and calls the sink without it.
+//!   Heartbeats past [`HEARTBEAT_BACKLOG`] in one queue are counted and
+//!   dropped; no other item is ever dropped.
+//!
+//! # Lock order
+//!
+//! scheduler lock, then `outbox` (push). `draining`, then `outbox` (pop),
+//! then one queue's `state` at a time (hand-off). `outbox` and each
+//! `state` are leaves: nothing is taken while either is held, and no sink,
+//! probe or at-stall step runs under either.
+//!
+//! `draining` is only ever tried (`try_lock`, or `try_lock_until` with a
+//! deadline in `flush`), never waited on without a bound, so it can sit
+//! anywhere in the order: an inline sink that calls back into the guard
+//! from `on_event` takes the scheduler lock while its thread holds
+//! `draining`, and the nested drain simply returns. No lock of the guard is
+//! held across a sink call except `draining` on the delivering thread;
+//! never the scheduler lock (every caller drains after letting go of it).
 
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -133,7 +168,7 @@ impl Dispatcher {
     /// `timeout` passes. Returns false when some sink did not catch up (it is
     /// hung or slow).
     pub(crate) fn flush(&self, timeout: Duration) -> bool {
-        let deadline = crate::instant_after(timeout);
+        let deadline = crate::vocab::duration::instant_after(timeout);
         // Another thread (the driver) may be draining: what it took from the
         // outbox but has not handed to the workers yet was emitted before
         // this call too, so wait for its loop to end instead of returning at

@@ -2,6 +2,55 @@
 //! the driver's half of the record/stall handshake (R10.5), the slow-path
 //! runner, and the driver thread that wakes only when a budget can have
 //! run out (R6.3, R9.3).
+//!
+//! # Invariants
+//!
+//! - `sched` is the guard's one scheduler lock. It guards the `Scheduler`:
+//!   every task's slow state and timer due instant (the slab), the name
+//!   index, the timer heap, `planned_wake` and the shared last profile.
+//!   Every verdict and every slow-path operation runs under it, at an
+//!   instant fixed for the whole pass, so a verdict and the operation that
+//!   raced it are ordered by the lock, never interleaved.
+//! - A live task with something to judge is armed in the heap once, at
+//!   its next due instant (never before the instant just judged, so the
+//!   driver cannot spin), re-armed by [`Inner::rearm`] after every change;
+//!   a task whose life is `Finished` leaves the registry there, so no
+//!   timer fires after its `finished` event (R3.8).
+//! - `planned_wake` is when the driver will next wake. It is written under
+//!   `sched`: by the driver after a pass, and by a re-arm whose due is
+//!   earlier, which then unparks the driver. The driver parks only after
+//!   letting go of `sched`; an unpark that comes in between is kept by the
+//!   thread's park token, so the earlier due is never slept through.
+//! - The record path takes none of this: a recorder stores into its cell
+//!   and comes here (through [`Inner::with_task`]) only when the cell's
+//!   flags ask it to (see `state/cell.rs`). A pass that raised such a flag
+//!   pays the driver's half of the handshake, one `heavy_barrier`, then
+//!   looks at those tasks' stamps again ([`Inner::absorb_raced`]).
+//! - `next_id` only hands out unique task ids (`Relaxed`); `driver` is set
+//!   once, before any task exists; `shutdown` is raised (`SeqCst`) by the
+//!   last `Guard` or `TaskHandle` to go, then the driver is unparked, and
+//!   the driver reads it at the top of every pass.
+//!
+//! # Lock order
+//!
+//! `sched` first; under it a task's repeat judge (a stall verdict reads
+//! it), the dispatcher's `outbox` (emitted items are pushed before the
+//! lock is let go, which keeps their order), the slab's free list, and
+//! whatever the clock takes to read itself (`ManualClock`'s wall-time
+//! lock). Each of those is a leaf. Held across `sched`: a clock read
+//! (so a [`Clock`] must never call into the guard), the heavy barrier,
+//! and a status snapshot's call to [`ChildProbe::children`], which must
+//! return what it already has.
+//!
+//! Never under `sched`: a sink call or an at-stall step (the outbox is
+//! drained after the lock is let go), a [`VerdictLook`] (its looks are
+//! collected under the lock and taken outside it, and
+//! [`Inner::with_task`] lets go of the lock, takes the look, and starts
+//! over), and [`ChildProbe::verdict_children`] (taken by the drainer).
+//! So any of them may call back into the guard.
+//!
+//! [`ChildProbe::children`]: crate::ChildProbe::children
+//! [`ChildProbe::verdict_children`]: crate::ChildProbe::verdict_children
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -88,6 +137,8 @@ impl Inner {
             return;
         }
         let due = t.next_due().map(|d| d.max(floor));
+        // Most operations leave the due instant where it was (a renewal
+        // does not move it, R3.10): then the heap is not touched at all.
         let armed = Some(s.slab.due(slot).get()).filter(|&d| d != Nanos::MAX);
         if due == armed {
             return;
@@ -191,9 +242,16 @@ impl Inner {
             // R8.16: a verdict this operation takes is looked before too:
             // with the task's timer due, its look first, outside the lock.
             let due = s.slab.due(slot).get();
+            // The slot may hold a newer task than the caller's: then the
+            // caller's task has finished and left (R3.8).
             let mut t = s.task(slot).filter(|t| t.id == id)?;
             if due <= now {
                 if let Some(look) = t.look_for(due) {
+                    // The look is the runner's code and may record or call
+                    // back in: take it without the lock, then start over,
+                    // since the task may have changed meanwhile. `look_for`
+                    // gives one look per due instant, so the next round
+                    // judges this instant instead of looking again.
                     drop(s);
                     look.before_verdict();
                     continue;
@@ -205,6 +263,9 @@ impl Inner {
             // An operation can make a verdict due at once (a tool finish
             // that hands a long silence back to the idle budget): take it
             // now, not back-dated to when it would have been due.
+            // Bounded at four passes, so a rule that forgot to move its
+            // own due instant cannot make this loop spin (as the floor of
+            // `rearm_after` keeps the driver from spinning).
             for _ in 0..4 {
                 match t.next_due() {
                     Some(due) if due <= now => t.evaluate(now, &mut out),
@@ -212,7 +273,9 @@ impl Inner {
                 }
             }
             if std::mem::take(&mut out.raised) {
-                // The driver's half of the handshake, as in `absorb_raced`.
+                // The driver's half of the handshake, as in `absorb_raced`:
+                // here for the one task, with the lock still held, so the
+                // renewal that raced the flag is absorbed at this `now`.
                 heavy_barrier();
                 t.sync(now, &mut out);
             }
@@ -224,6 +287,9 @@ impl Inner {
         Some(r)
     }
 
+    /// The driver thread's loop: look, judge what is due, deliver, park
+    /// until the next due instant. It holds the scheduler lock only for the
+    /// judging, and never while it delivers or sleeps.
     pub(super) fn drive(self: Arc<Self>) {
         loop {
             if self.shutdown.load(Ordering::SeqCst) {

@@ -9,6 +9,37 @@
 //! in the cell's `refs`; a slot is reused only when the task has finished
 //! and the last recorder is gone, so a late signal from an old recorder can
 //! never land in a new task's cell.
+//!
+//! # Invariants
+//!
+//! - The [`Slab`] itself (`ctls`, `dues`, `live`, the chunk list) belongs
+//!   to the scheduler: it lives inside `Scheduler`, behind the guard's one
+//!   scheduler lock, and every method that takes `&mut self` or reads a
+//!   task's slow state runs under that lock.
+//! - A cell's `refs` counts its holders: one for the scheduler while the
+//!   task is live (dropped by [`Slab::remove`]) and one per [`CellRef`]
+//!   (recorders, output counters, repeat judges, on any thread). Clones
+//!   add with `Relaxed`, as `Arc` does; drops subtract with `Release`, and
+//!   the holder that brings it to zero takes an `Acquire` fence before it
+//!   puts the slot on the free list. So every write of an old holder
+//!   happens before the slot's next [`Slab::insert`].
+//! - A slot is on the free list only while its `refs` is zero and its
+//!   `ctls` entry is `None`; [`Slab::insert`] resets the cell (`init_cell`)
+//!   while nobody holds it, then stores `refs = 2` (the scheduler and the
+//!   recorder it returns) before anyone else can see the slot.
+//! - A [`CellRef`] keeps its whole chunk alive (`Arc<CellChunk>`), so a
+//!   recorder's store never lands in freed memory, even after the guard is
+//!   gone.
+//! - `dues` holds each slot's timer due instant, `Nanos::MAX` when
+//!   unarmed; only the scheduler reads or writes it (R9.3).
+//!
+//! # Lock order
+//!
+//! The free list's `Mutex` is a leaf: it is taken under the scheduler lock
+//! (insert, remove, grow) or under no lock at all (the last [`CellRef`]
+//! dropped on a recorder's thread), and nothing else is taken while it is
+//! held. The record path never takes it: only a drop that frees a slot
+//! does.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

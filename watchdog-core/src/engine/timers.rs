@@ -9,6 +9,18 @@
 //! of re-arms. `std::collections::BinaryHeap` cannot move an entry, and the
 //! indexed-heap crates keep a hash map beside the heap, which would cost
 //! more than the task itself.
+//!
+//! # Invariants
+//!
+//! - For every slot in `heap` at index `i`, its recorded position
+//!   (`TimerKeys::pos`) is `i`; for every slot not in it, the position is
+//!   `ABSENT` and its due instant `Nanos::MAX`. Every move below writes
+//!   the position of each entry it moves, so `set` finds an armed entry
+//!   in O(1) instead of searching.
+//! - Heap order is on `(due, slot)`, which never ties: equal due instants
+//!   come out lowest slot first, so a run is reproducible.
+//! - The heap, the due instants and the positions are written only under
+//!   the scheduler lock (the `TimerKeys` of the guard is its slab).
 
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -64,6 +76,9 @@ impl TimerHeap {
         now: Nanos,
         mut f: impl FnMut(Nanos, u32),
     ) {
+        // A depth-first walk that stops at the first entry not yet due: in
+        // a min-heap nothing below it is due either, so the walk costs the
+        // due entries (and their immediate children), not the heap.
         let mut stack = vec![0usize];
         while let Some(pos) = stack.pop() {
             let Some(&slot) = self.heap.get(pos) else {
@@ -94,6 +109,8 @@ impl TimerHeap {
                 keys.set_pos(slot, at as u32);
                 self.sift_up(keys, at);
             }
+            // Disarm: the last entry fills the hole, then moves up or down
+            // to where its own key belongs.
             (pos, None) => {
                 keys.set_due(slot, Nanos::MAX);
                 keys.set_pos(slot, ABSENT);
@@ -105,6 +122,7 @@ impl TimerHeap {
                     self.restore(keys, pos);
                 }
             }
+            // Re-arm in place: the one entry moves, none is left stale.
             (pos, Some(due)) => {
                 keys.set_due(slot, due);
                 self.restore(keys, pos as usize);
@@ -122,6 +140,8 @@ impl TimerHeap {
         self.sift_down(keys, pos);
     }
 
+    /// Moves the entry at `pos` up past every parent with a larger key;
+    /// returns where it ended. Parents moved down get their new position.
     fn sift_up(&mut self, keys: &impl TimerKeys, mut pos: usize) -> usize {
         let slot = self.heap[pos];
         while pos > 0 {
@@ -139,6 +159,8 @@ impl TimerHeap {
         pos
     }
 
+    /// Moves the entry at `pos` down past every child with a smaller key,
+    /// always to the smaller child, so the heap order holds behind it.
     fn sift_down(&mut self, keys: &impl TimerKeys, mut pos: usize) {
         let slot = self.heap[pos];
         let len = self.heap.len();

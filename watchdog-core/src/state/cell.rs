@@ -14,6 +14,42 @@
 //! The timer's due instant lives beside the cells in the slab: with eight
 //! signal kinds (R5.11's `net` the eighth) it no longer fits, and a cell of
 //! 136 bytes would round up to 256 at this alignment.
+//!
+//! The cell sits in the task's-state tier, not the vocabulary: it is the
+//! lock-free half of one task's state, no public type names it, and only
+//! the task (this tier) and the slab, driver and recorder (the engine)
+//! read or write it. It imports only the clock and the signal kinds.
+//!
+//! # Invariants
+//!
+//! Who writes and who reads each word of a [`TaskCell`]:
+//!
+//! - `last_by_kind`, `bytes`, `lines`, `progress`: written by recorders,
+//!   from any thread, with no lock (`Relaxed` stores, `fetch_add`,
+//!   `fetch_max`); read by verdicts and snapshots under the scheduler lock.
+//!   Nothing is published through them but their own value: a verdict
+//!   reads whatever stamp is there when it is taken (R3.10).
+//! - `flags`: written only under the scheduler lock, by the task's
+//!   verdicts and operations (`set_flag`: raised on a stall or a lost
+//!   liveness, cleared as the task absorbs the renewal); read by every
+//!   [`TaskCell::record`].
+//! - `wants`: written by [`TaskCell::reset`] while nobody holds the cell,
+//!   read-only for the task's life.
+//! - `refs`: the slab's count of holders (see `engine/slab.rs`).
+//! - `heap_pos`, `anchor`, `seen_renewal`, `silent_since`: the scheduler's
+//!   words, read and written only under its lock; atomic only so the cell
+//!   is `Sync` without `unsafe`.
+//!
+//! The one ordering that matters is the record/stall handshake on
+//! `last_by_kind` and `flags` (R3.3, R10.5): see [`TaskCell::record`].
+//! Every other access is `Relaxed` on purpose.
+//!
+//! # Lock order
+//!
+//! The cell has no lock. The record path takes none either: it stores,
+//! passes a light barrier, loads `flags`, and only when a flag it wants is
+//! up goes to the slow path, which takes the scheduler lock after the
+//! store, never before it.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
