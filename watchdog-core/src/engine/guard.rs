@@ -35,6 +35,7 @@ use crate::vocab::clock::{Clock, LaggingClock, ManualClock, MonotonicClock, Nano
 use crate::vocab::error::GuardError;
 use crate::vocab::event::{EventKind, LeftoverAction, Outcome, ProcessName, TaskId};
 use crate::vocab::profile::Profile;
+use crate::vocab::signal::SignalKind;
 use crate::vocab::sink::{AtStall, Sink};
 use crate::vocab::status::TaskStatus;
 
@@ -139,7 +140,7 @@ impl Guard {
         let inner = &self.owner.inner;
         let id = TaskId::from_raw(inner.next_id.fetch_add(1, Ordering::Relaxed));
         let name: Arc<str> = name.into();
-        let repeat_renews = profile.renewed_by.contains(crate::SignalKind::Repeat);
+        let repeat_renews = profile.renewed_by.contains(SignalKind::Repeat);
         let cell = {
             let mut s = inner.sched.lock();
             if s.find(&name).is_some() {
