@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use loom::thread;
 
-use crate::engine::dispatch::{Dispatcher, Item};
+use crate::engine::dispatch::Dispatcher;
 use crate::engine::slab::{Slab, CHUNK};
+use crate::state::outbox::Item;
 use crate::state::task::TaskCtl;
 use crate::vocab::event::{Event, EventKind, TaskId};
 use crate::vocab::signal::SignalKind;
