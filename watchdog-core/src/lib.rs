@@ -43,54 +43,34 @@
 // where cfg(test) is off, so tests are exempt.
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
-mod at_stall;
-mod builder;
-mod calls;
-mod cell;
-mod clock;
-mod dispatch;
-mod duration;
-mod error;
-mod event;
-mod guard;
+mod engine;
 mod loom;
 #[cfg(all(test, loom))]
 mod loom_models;
-mod option;
-mod profile;
-#[cfg(test)]
-mod race;
-pub mod repeat;
-mod signal;
-mod sink;
-mod slab;
-mod status;
+mod state;
 pub mod sys;
-mod task;
-mod timers;
-mod value;
+mod vocab;
 
-pub use at_stall::{AtStall, StallNote, StallReport};
-pub use builder::GuardBuilder;
-pub use calls::{CallProblem, MAX_CALLS_IN_FLIGHT, MAX_CALL_ID};
-pub use clock::{Clock, LaggingClock, ManualClock, MonotonicClock, Nanos};
-pub use duration::{
+pub use engine::guard::{Guard, GuardBuilder, TaskHandle};
+pub use engine::recorder::{OutputCounter, Recorder};
+pub use engine::repeat;
+pub use state::probe::{ChildProbe, VerdictLook};
+pub use vocab::at_stall::{StallNote, StallReport};
+pub use vocab::clock::{Clock, LaggingClock, ManualClock, MonotonicClock, Nanos};
+pub use vocab::duration::{
     check_duration, duration_from_millis, instant_after, parse_duration, DurationError,
     DURATION_RANGE, MAX_DURATION,
 };
-pub use error::GuardError;
-pub use event::{
+pub use vocab::error::{CallProblem, GuardError, ProfileError, MAX_CALLS_IN_FLIGHT, MAX_CALL_ID};
+pub use vocab::event::{
     Action, ActionKind, Budget, ChildInfo, Event, EventKind, LeftoverAction, Outcome, ProcState,
     ProcessName, TaskId,
 };
-pub use guard::{Guard, OutputCounter, Recorder, TaskHandle};
-pub use option::{OptionSpec, Setting, OPTIONS};
-pub use profile::{Profile, ProfileError};
-pub use signal::{KindSet, SignalKind, UnknownKind};
-pub use sink::{Delivered, Delivery, RecordingSink, Sink, SinkError};
-pub use status::{
+pub use vocab::profile::{OptionSpec, Profile, Setting, OPTIONS};
+pub use vocab::signal::{KindSet, SignalKind, UnknownKind};
+pub use vocab::sink::{AtStall, Delivered, Delivery, RecordingSink, Sink, SinkError};
+pub use vocab::status::{
     BackgroundKind, BackgroundTask, BudgetStatus, CallOutcome, LastCall, Phase, Stamp, TaskState,
     TaskStatus,
 };
-pub use task::{ChildProbe, VerdictLook};
-pub use value::{Limit, OptionValue};
+pub use vocab::value::{Limit, OptionValue};

@@ -11,12 +11,13 @@ use std::time::Duration;
 
 use loom::thread;
 
-use crate::dispatch::{Dispatcher, Item};
-use crate::event::{Event, EventKind, TaskId};
-use crate::signal::SignalKind;
-use crate::sink::{Delivery, RecordingSink, Sink, SinkError};
-use crate::slab::{Slab, CHUNK};
-use crate::task::TaskCtl;
+use crate::engine::dispatch::Dispatcher;
+use crate::engine::slab::{Slab, CHUNK};
+use crate::state::outbox::Item;
+use crate::state::task::TaskCtl;
+use crate::vocab::event::{Event, EventKind, TaskId};
+use crate::vocab::signal::SignalKind;
+use crate::vocab::sink::{Delivery, RecordingSink, Sink, SinkError};
 use crate::{Clock, Guard, ManualClock, Nanos, Profile};
 
 /// Runs `f` under loom, bounded to `LOOM_MAX_PREEMPTIONS` (3 if unset).

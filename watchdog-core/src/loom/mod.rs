@@ -32,7 +32,7 @@ pub(crate) use loom::thread;
 pub(crate) mod sync;
 
 /// The recorder's side of the record/stall handshake, between its store of
-/// a stamp and its load of the flags (see [`crate::cell`]).
+/// a stamp and its load of the flags (see [`crate::state::cell`]).
 ///
 /// With [`heavy_barrier`] on the stall side it orders the store before the
 /// load as a pair of `SeqCst` fences would, but costs the record path only
@@ -48,7 +48,7 @@ pub(crate) fn light_barrier() {
 }
 
 /// The stall side of the record/stall handshake, between its raising of a
-/// flag and its reading of the stamps (see [`crate::cell`]).
+/// flag and its reading of the stamps (see [`crate::state::cell`]).
 ///
 /// On Linux it is `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`: when it
 /// returns, every thread of the process has run a full memory barrier
