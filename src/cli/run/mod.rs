@@ -15,7 +15,7 @@
 //! The run is stages, each a struct that owns what it made and hands it to
 //! the next by value, the checked options (`Run`) borrowed by all (R10.7):
 //!
-//! - `watch::Watch`, armed before the command starts: the guard and its
+//! - `arm::Armed`, made before the command starts: the guard and its
 //!   sinks, the signal runtime and the signals it caught;
 //! - `spawn::Spawned`: the command started (exec, outputs, pty), its task,
 //!   the pumps copying its output and the thread waiting for it;
@@ -25,6 +25,7 @@
 //! - `settle::Settled`: the aftermath (pipes, leaks, leftovers), the last
 //!   report and the exit status, which the restart loop decides on.
 
+mod arm;
 mod settle;
 mod spawn;
 mod watch;
@@ -42,9 +43,10 @@ use stallwarden::{Profile, Sink};
 use super::args::RunArgs;
 use super::console::Console;
 use super::{check, signals, EXIT_ERROR};
+use arm::Armed;
 use settle::Settled;
 use spawn::Spawned;
-use watch::Watch;
+use watch::Watched;
 
 /// How long isolated sinks (the events file) get to catch up before exit.
 const FLUSH_BOUND: Duration = Duration::from_secs(5);
@@ -170,15 +172,15 @@ impl Run {
     fn execute(mut self, attempt: super::restart::Attempt) -> Settled {
         let console = Arc::new(Console::new(self.status_line, self.shared));
         let (events, at_verdict) = (self.events.take(), self.at_verdict.take());
-        let watch = match Watch::arm(&self, &attempt.watch, console, events, at_verdict) {
-            Ok(watch) => watch,
+        let armed = match Armed::arm(&self, &attempt.watch, console, events, at_verdict) {
+            Ok(armed) => armed,
             Err(code) => return Settled::early(code),
         };
-        let spawned = match Spawned::start(&self, &watch, attempt.restarted) {
+        let spawned = match Spawned::start(&self, &armed, attempt.restarted) {
             Ok(spawned) => spawned,
             Err(code) => return Settled::early(code),
         };
-        let watched = watch.watch(&self, &attempt.watch, spawned);
+        let watched = Watched::watch(armed, &self, &attempt.watch, spawned);
         Settled::settle(&self, watched)
     }
 }

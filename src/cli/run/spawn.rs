@@ -28,7 +28,7 @@ use super::super::restart::Restarted;
 use super::super::stream::Tap;
 use super::super::terminal::Terminal;
 use super::super::{failpoint, reaper, signals, EXIT_ERROR, EXIT_STOPPED, FAIL_VAR};
-use super::watch::Watch;
+use super::arm::Armed;
 use super::{Run, FLUSH_BOUND};
 
 /// The command once started: what exists from the exec on, handed to the
@@ -76,15 +76,15 @@ pub(super) struct Notify {
 }
 
 impl Spawned {
-    /// Starts the command under `watch`'s guard and its pumps and waiter;
+    /// Starts the command under `armed`'s guard and its pumps and waiter;
     /// on failure, says why and returns the exit status: 125 before the
     /// command ran (126/127 when it cannot be run), 124 once it did.
     pub(super) fn start(
         run: &Run,
-        watch: &Watch,
+        armed: &Armed,
         restarted: Option<Restarted>,
     ) -> Result<Spawned, u8> {
-        let console = &watch.console;
+        let console = &armed.console;
         // R8.6: orphans of the command's tree come to us, not to init.
         if let Err(e) = reaper::become_subreaper() {
             tracing::warn!(error = %e, "not a child subreaper: escaped processes go to init");
@@ -98,7 +98,7 @@ impl Spawned {
             t.hand_to(pid);
         }
         let name = task_name(&run.command[0]);
-        let task = start_task(watch, &name, run, &mut child)?;
+        let task = start_task(armed, &name, run, &mut child)?;
         if let Some(r) = restarted {
             let _ = task.restarted(r.count, r.delay, r.last_stall);
         }
@@ -111,12 +111,12 @@ impl Spawned {
         let mut failed = Failed {
             child: &mut child,
             task: &task,
-            guard: &watch.guard,
+            guard: &armed.guard,
             console,
             terminal,
         };
         let drain = match outputs.readers(failed.child) {
-            Ok(readers) => pump(run, watch, &task, readers),
+            Ok(readers) => pump(run, armed, &task, readers),
             Err(e) => Err(format!("cannot read the command's output: {e}")),
         };
         let waited = drain.and_then(|drain| wait(pid).map(|(exit, jobs)| (drain, exit, jobs)));
@@ -217,9 +217,9 @@ fn exec(
 /// Starts the command's task in the guard; on failure (unreachable with a
 /// validated profile), kills the command, never leaving it running
 /// unwatched, and returns 125.
-fn start_task(watch: &Watch, name: &str, run: &Run, child: &mut Child) -> Result<TaskHandle, u8> {
+fn start_task(armed: &Armed, name: &str, run: &Run, child: &mut Child) -> Result<TaskHandle, u8> {
     let pid = child.id();
-    watch
+    armed
         .guard
         .start_process(name.to_owned(), run.profile.clone(), pid)
         .map_err(|e| {
@@ -235,7 +235,7 @@ fn start_task(watch: &Watch, name: &str, run: &Run, child: &mut Child) -> Result
 
 /// Starts one pump per output (R8.10), each feeding the task's recorder;
 /// returns what the aftermath drains, or why a pump could not be had.
-fn pump(run: &Run, watch: &Watch, task: &TaskHandle, readers: Readers) -> Result<Drain, String> {
+fn pump(run: &Run, armed: &Armed, task: &TaskHandle, readers: Readers) -> Result<Drain, String> {
     let (done_tx, done) = unbounded_channel::<()>();
     let lost = OutputLost::default();
     let inodes: HashSet<u64> = readers.keys.iter().copied().collect();
@@ -255,7 +255,7 @@ fn pump(run: &Run, watch: &Watch, task: &TaskHandle, readers: Readers) -> Result
         pumps += 1;
         let pump = Pump {
             recorder: task.recorder(),
-            console: Arc::clone(&watch.console),
+            console: Arc::clone(&armed.console),
             to,
             done: done_tx.clone(),
             // R5.10: the agent's JSON lines are on its stdout.
@@ -264,7 +264,7 @@ fn pump(run: &Run, watch: &Watch, task: &TaskHandle, readers: Readers) -> Result
                 .flatten()
                 .map(|f| Tap::new(f, task.recorder())),
             lost: lost.clone(),
-            seen: watch.seen.clone(),
+            seen: armed.seen.clone(),
             watch: watch_pump,
         };
         if let Err(e) = pump.spawn(from) {

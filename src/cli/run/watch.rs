@@ -1,6 +1,5 @@
-//! The watch stage of `run` (R10.7): armed before the command starts (the
-//! guard with the CLI's sinks, the signal runtime, the signals caught), then
-//! the loop that watches the started command until it exits, or until a
+//! The watch stage of `run` (R10.7): the loop that watches the started
+//! command, under what the arm stage made, until it exits, or until a
 //! SIGKILL stallwarden may not send ends the wait (R8.16).
 //!
 //! While it loops it owns the sampler (R5.5), the escaped-process probe and
@@ -14,61 +13,34 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use stallwarden::control::ControlServer;
-use stallwarden::sinks::process::{GroupSignal, ProcessSink};
+use stallwarden::sinks::process::GroupSignal;
 use stallwarden::sources::procs::ProcessSampler;
-use stallwarden::{Guard, Profile, SignalKind, Sink, TaskHandle};
+use stallwarden::{Guard, Profile, SignalKind, TaskHandle};
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot::error::RecvError;
 
 use super::super::console::Console;
-use super::super::hook::AtVerdict;
 use super::super::input_wait::InputWait;
 use super::super::jobs::{self, Job};
 use super::super::outputs::Outputs;
 use super::super::pty::Sizes;
-use super::super::pumps::OutputSeen;
-use super::super::reaper::{EscapedSignals, OrphanReaper, WithEscaped};
+use super::super::reaper::{OrphanReaper, WithEscaped};
 use super::super::refused::Refusals;
-use super::super::report::{status_line, Pauses, StopFlag, VerdictLines};
+use super::super::report::{status_line, Pauses, StopFlag};
 use super::super::restart;
 use super::super::signals::{self, Incoming};
 use super::super::terminal::Terminal;
+use super::arm::Armed;
 use super::spawn::{Drain, Notify, Spawned};
-use super::{Run, EXIT_ERROR};
+use super::Run;
 
 /// How often the live status line is redrawn, and how long the command
 /// must have been silent for it to be (R8.4).
 const STATUS_EVERY: Duration = Duration::from_secs(1);
 
-/// Descriptors the signal runtime opens: its epoll and waker, the signal
-/// driver's socket pair and the driver's copy of one end.
-const RUNTIME_DESCRIPTORS: usize = 5;
-
 /// How the command ended, as the waiter thread sent it: its status, the
 /// error of its wait, or no word at all (the waiter is gone).
 pub(super) type Exit = Result<io::Result<ExitStatus>, RecvError>;
-
-/// What is armed before the command starts: no watchdog thread, no
-/// runtime or no caught signals, and the command never runs (R10.5,
-/// R8.16).
-pub(super) struct Watch {
-    /// Where stallwarden's own lines go, around the status line (R8.4).
-    pub(super) console: Arc<Console>,
-    /// The guard, with its driver thread running.
-    pub(super) guard: Guard,
-    /// Whether the command wrote anything yet (R8.11's buffering hint);
-    /// the pumps set it.
-    pub(super) seen: OutputSeen,
-    /// Set when the guard dispatched a cancel: stallwarden stopped it.
-    stop: StopFlag,
-    /// The process sink, looked at for kills that were refused (R8.16).
-    procs: ProcessSink,
-    /// Signals caught before the command starts, so that one arriving
-    /// early is forwarded, not fatal to us alone (R8.9).
-    incoming: Incoming,
-    /// The current-thread runtime the loop and the aftermath run on.
-    runtime: Runtime,
-}
 
 /// What the watch stage hands to the settle stage once the loop is over.
 pub(super) struct Watched {
@@ -115,64 +87,16 @@ pub(super) struct Kept {
     _outputs: Outputs,
 }
 
-impl Watch {
-    /// Builds the guard with the CLI's sinks and `at_stall` step, then the
-    /// signal runtime with every forwarded signal caught; on failure, says
-    /// why and returns 125 (the command did not start).
-    pub(super) fn arm(
-        run: &Run,
-        restart: &restart::Watch,
-        console: Arc<Console>,
-        events: Option<Box<dyn Sink>>,
-        at_stall: Option<AtVerdict>,
-    ) -> Result<Watch, u8> {
-        // R8.11: without a pty, a stall before any output hints at buffering.
-        let seen = OutputSeen::default();
-        let stop = StopFlag::default();
-        let procs = ProcessSink::new();
-        let mut builder = Guard::builder()
-            .sink(stop.clone())
-            .sink(procs.clone())
-            .sink(EscapedSignals)
-            .sink(VerdictLines {
-                console: Arc::clone(&console),
-                profile: run.profile.clone(),
-                buffering: (!run.pty).then(|| seen.clone()),
-            });
-        // R8.15: why the run stopped, for the restart loop.
-        builder = builder.sink(restart.sink(&run.profile));
-        if let Some(at_stall) = at_stall {
-            builder = builder.at_stall(at_stall);
-        }
-        if let Some(events) = events {
-            // R8.7: a failing events file is said once, out loud.
-            builder = builder.sink(super::super::loud::LoudOnFailure::new(
-                events,
-                Arc::clone(&console),
-            ));
-        }
-        // R10.5: no watchdog thread, no run: the command is not started
-        // unwatched.
-        let guard = builder.try_build().map_err(|e| {
-            eprintln!("stallwarden: cannot start the watchdog: {e}");
-            EXIT_ERROR
-        })?;
-        let (runtime, incoming) = catch_signals()?;
-        Ok(Watch {
-            console,
-            guard,
-            seen,
-            stop,
-            procs,
-            incoming,
-            runtime,
-        })
-    }
-
+impl Watched {
     /// Watches the started command until it exits (or a refused SIGKILL
     /// ends the wait); forwards signals, follows job control, pauses for
     /// input and draws the status line meanwhile.
-    pub(super) fn watch(self, run: &Run, restart: &restart::Watch, spawned: Spawned) -> Watched {
+    pub(super) fn watch(
+        armed: Armed,
+        run: &Run,
+        restart: &restart::Watch,
+        spawned: Spawned,
+    ) -> Watched {
         let Spawned {
             pid,
             name,
@@ -184,7 +108,7 @@ impl Watch {
             drain,
             notify,
         } = spawned;
-        let Watch {
+        let Armed {
             console,
             guard,
             seen: _,
@@ -192,7 +116,7 @@ impl Watch {
             procs,
             mut incoming,
             runtime,
-        } = self;
+        } = armed;
         // R5.5: sample the descendants so stall lines name suspects.
         let sampler =
             ProcessSampler::spawn(pid, sample_interval(&run.profile), Some(task.recorder()))
@@ -373,48 +297,6 @@ impl Looking<'_> {
             self.console.status(&line);
         }
     }
-}
-
-/// The current-thread runtime with every forwarded signal caught (R8.9);
-/// on failure, says why and returns 125.
-fn catch_signals() -> Result<(Runtime, Incoming), u8> {
-    // R8.16: tokio's signal driver panics when it cannot have its socket
-    // pair (`ulimit -n 7`): the descriptors it needs are made sure of
-    // first, so a low limit is a 125 with a message.
-    if let Err(e) = spare_descriptors(RUNTIME_DESCRIPTORS) {
-        eprintln!("stallwarden: cannot start the signal runtime: {e}");
-        return Err(EXIT_ERROR);
-    }
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("stallwarden: cannot start the signal runtime: {e}");
-            return Err(EXIT_ERROR);
-        }
-    };
-    // R8.9: every catchable terminating signal, not only INT and TERM.
-    match runtime.block_on(async { Incoming::catch() }) {
-        Ok(incoming) => Ok((runtime, incoming)),
-        Err(e) => {
-            eprintln!("stallwarden: cannot catch signals: {e}");
-            Err(EXIT_ERROR)
-        }
-    }
-}
-
-/// Whether `n` more descriptors can be opened now: opens them and closes
-/// them again; the error (EMFILE) when they cannot.
-fn spare_descriptors(n: usize) -> io::Result<()> {
-    use std::os::fd::AsFd;
-    let stdin = io::stdin();
-    let mut held = Vec::with_capacity(n);
-    for _ in 0..n {
-        held.push(stdin.as_fd().try_clone_to_owned()?);
-    }
-    Ok(())
 }
 
 /// Resolves on the next SIGWINCH, never without one.
