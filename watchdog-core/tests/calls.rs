@@ -1,5 +1,7 @@
 //! The one set of tool calls in flight and its limits, in the core (R5.3,
-//! R10.6): whatever door feeds it, the same ids are refused the same way.
+//! R10.6): whatever door feeds it, the same ids are refused the same way,
+//! and an error names the id it refused cut to `MAX_CALL_ID` bytes on a
+//! character boundary (R10.2).
 
 use std::time::Duration;
 
@@ -146,4 +148,21 @@ fn a_call_is_in_flight_from_its_start_to_its_finish_and_never_otherwise() {
     t.tool_started("toolu_3", "bash").unwrap();
     t.finish_completed();
     assert!(!recorder.is_call_in_flight("toolu_3"), "the task finished");
+}
+
+// R10.2: an over-long id in an error is cut to MAX_CALL_ID bytes on a
+// character boundary, however its characters fall.
+#[test]
+fn an_over_long_call_id_is_cut_on_a_character_boundary() {
+    let guard = Guard::builder().clock(ManualClock::new()).build();
+    let task = guard.start("turn", Profile::default()).unwrap();
+    // "a" then two-byte characters: byte MAX_CALL_ID (even) falls inside one.
+    let id = format!("a{}", "é".repeat(MAX_CALL_ID));
+    let err = task.tool_finished(&id, CallOutcome::Success).unwrap_err();
+    let shown = format!("a{}", "é".repeat((MAX_CALL_ID - 2) / 2));
+    assert_eq!(shown.len(), MAX_CALL_ID - 1);
+    match err {
+        GuardError::UnknownCall { call, .. } => assert_eq!(call, shown),
+        other => panic!("wanted UnknownCall, got {other:?}"),
+    }
 }

@@ -2,7 +2,9 @@
 //! more than two ticks (a VM whose timekeeping stalled) never makes a
 //! budget run out early. A `LaggingClock` stamps signals through the same
 //! rule as the real `MonotonicClock`, from a coarse reading the test lags
-//! or freezes; verdicts are read on its precise `now`.
+//! or freezes; verdicts are read on its precise `now`. A lagging clock is
+//! itself virtual time (R2.7): a guard on it runs no driver thread (the
+//! one real guard beside it is only compared, never waited on).
 
 use std::time::Duration;
 
@@ -128,4 +130,14 @@ fn a_coarse_clock_freezing_after_a_precise_stamp_errs_by_at_most_the_freeze_beyo
     assert!(!at.is_empty());
     // Early by 2 ms: the freeze (10 ms) beyond two ticks (8 ms).
     assert_eq!(at[0], ms(112));
+}
+
+// R2.7: a lagging clock is virtual time: the guard runs no driver thread
+// of its own on it, so only `advance` moves its budgets.
+#[test]
+fn a_guard_on_a_lagging_clock_is_virtual() {
+    let guard = Guard::builder().clock(LaggingClock::new(ms(4))).build();
+    assert!(format!("{guard:?}").contains("virtual: true"), "{guard:?}");
+    let real = Guard::builder().build();
+    assert!(format!("{real:?}").contains("virtual: false"), "{real:?}");
 }

@@ -1,11 +1,13 @@
 //! Helpers shared by the core's integration tests: short duration
-//! constructors and a guard on a virtual clock with a recording sink.
+//! constructors, a guard on a virtual clock with a recording sink, and
+//! readers of what that sink recorded (an event's reason, a budget's
+//! status line).
 
 #![allow(dead_code)] // each test file uses part of it
 
 use std::time::Duration;
 
-use watchdog_core::{Guard, ManualClock, Profile, RecordingSink};
+use watchdog_core::{BudgetStatus, EventKind, Guard, ManualClock, Profile, RecordingSink};
 
 pub fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -29,4 +31,34 @@ pub fn setup() -> (Guard, RecordingSink, ManualClock) {
         .sink(rec.clone())
         .build();
     (guard, rec, clock)
+}
+
+/// The `reason` of the first event of type `ty` for task `name`.
+pub fn reason_of(rec: &RecordingSink, name: &str, ty: &str) -> String {
+    rec.events()
+        .into_iter()
+        .filter(|e| &*e.name == name && e.kind.type_name() == ty)
+        .find_map(|e| match e.kind {
+            EventKind::Cancelling { reason, .. }
+            | EventKind::DeadlineExceeded { reason }
+            | EventKind::LivenessLost { reason }
+            | EventKind::Triggered { reason } => Some(reason),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no {ty} with a reason for {name}"))
+}
+
+/// A budget line of a status, as `TaskStatus::budgets` lists it.
+pub fn budget(
+    name: &'static str,
+    limit: Duration,
+    remaining: Duration,
+    active: bool,
+) -> BudgetStatus {
+    BudgetStatus {
+        budget: name,
+        limit,
+        remaining,
+        active,
+    }
 }
