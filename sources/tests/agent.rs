@@ -1,9 +1,14 @@
 //! Agent CLI stream readers on public recordings, in virtual time (R5.10,
-//! R2.2, R5.3, R4.1). Fixtures and their sources: fixtures/agent/SOURCES.md.
+//! R2.2, R5.3, R4.1), the tool-call feed under them (R5.3) and the names
+//! their calls are shown by (R8.1, R8.13). Fixtures and their sources:
+//! fixtures/agent/SOURCES.md.
 
 use std::time::Duration;
 
-use stallwarden_sources::agent::{AgentEvent, AgentStream, Format, MAX_EVENT_LINE};
+use stallwarden_sources::agent::{
+    call_name, codex, AgentEvent, AgentStream, Format, MAX_EVENT_LINE,
+};
+use stallwarden_sources::tools::{ToolCallError, ToolCallFeed, MAX_CALL_ID};
 use watchdog_core::{CallOutcome, Guard, ManualClock, Phase, Profile, RecordingSink, TaskHandle};
 
 fn fixture(path: &str) -> String {
@@ -262,6 +267,55 @@ fn duplicate_and_unknown_ids_are_refused_not_panics() {
     assert_eq!(stream.in_flight(), 1);
 }
 
+/// An id whose byte `limit` falls inside a two-byte character: one ASCII
+/// byte, then `é` (2 bytes) repeated past the limit.
+fn id_cut_mid_char(limit: usize) -> String {
+    let mut id = String::from("a");
+    while id.len() <= limit + 8 {
+        id.push('é');
+    }
+    id
+}
+
+// R5.3: a finish for an unknown call names it cut to MAX_CALL_ID bytes on a
+// character boundary (kills the mutants of `truncated`).
+#[test]
+fn unknown_call_ids_are_cut_on_a_char_boundary() {
+    let (_guard, _rec, task) = setup();
+    let feed = ToolCallFeed::new(task.recorder());
+    let long = id_cut_mid_char(MAX_CALL_ID);
+    let Err(ToolCallError::UnknownCall(shown)) = feed.finished(&long, CallOutcome::Success) else {
+        panic!("an unknown call must be refused");
+    };
+    assert_eq!(shown.len(), MAX_CALL_ID - 1);
+    assert!(long.starts_with(&shown));
+
+    let ascii = "d".repeat(MAX_CALL_ID + 3);
+    let Err(ToolCallError::UnknownCall(shown)) = feed.finished(&ascii, CallOutcome::Success) else {
+        panic!("an unknown call must be refused");
+    };
+    assert_eq!(shown.len(), MAX_CALL_ID);
+    assert_eq!(
+        feed.finished("toolu_9", CallOutcome::Success),
+        Err(ToolCallError::UnknownCall("toolu_9".into()))
+    );
+}
+
+// R5.3: `in_flight` counts the calls started through the feed and not yet
+// finished (kills `ToolCallFeed::in_flight -> 1`).
+#[test]
+fn in_flight_counts_started_calls_until_they_finish() {
+    let (_guard, _rec, task) = setup();
+    let feed = ToolCallFeed::new(task.recorder());
+    assert_eq!(feed.in_flight(), 0);
+    feed.started("call_a", "bash").unwrap();
+    feed.started("call_b", "grep").unwrap();
+    assert_eq!(feed.in_flight(), 2);
+    feed.finished("call_a", CallOutcome::Success).unwrap();
+    feed.finished("call_b", CallOutcome::Error).unwrap();
+    assert_eq!(feed.in_flight(), 0);
+}
+
 #[test]
 fn the_stream_and_the_recorder_share_the_cores_one_set_of_calls() {
     // R10.6, R5.3: the stream keeps no set of its own, so a call started
@@ -493,6 +547,38 @@ fn codex_names_an_mcp_call_by_its_tool_and_others_by_their_kind() {
     );
 }
 
+// R5.3/R8.13: a Codex item that completed is a failure when its status says
+// so or when its exit code is not 0, either one alone (kills `|| with &&`
+// in `codex::item`, which called both of these a success).
+#[test]
+fn a_codex_item_fails_on_its_status_or_its_exit_code_alone() {
+    let completed = |item: serde_json::Value| {
+        let line = serde_json::json!({"type": "item.completed", "item": item});
+        let mut out = Vec::new();
+        codex::parse(&line, &mut out);
+        match out.as_slice() {
+            [AgentEvent::ToolCompleted { ok, .. }] => *ok,
+            other => panic!("one completed tool, got {other:?}"),
+        }
+    };
+    let cmd = |status: &str, exit: Option<i64>| {
+        let mut item = serde_json::json!({"id": "item_1", "type": "command_execution",
+            "command": "bash -lc false", "status": status});
+        if let Some(code) = exit {
+            item["exit_code"] = code.into();
+        }
+        item
+    };
+    assert!(
+        !completed(cmd("failed", None)),
+        "failed status, no exit code"
+    );
+    assert!(!completed(cmd("declined", None)), "declined, never ran");
+    assert!(!completed(cmd("completed", Some(2))), "exit code 2");
+    assert!(completed(cmd("completed", Some(0))));
+    assert!(completed(cmd("completed", None)));
+}
+
 // R5.10, R5.3: a Gemini `tool_result` with `status: error` finishes its call
 // as an error, `success` as a success (kills the issue-26 mutant of
 // gemini::parse's `!= Some("error")`).
@@ -525,8 +611,22 @@ fn gemini_tool_result_status_is_the_calls_outcome() {
 // the issue-26 mutants of names::cut_bytes's `end -= 1`).
 #[test]
 fn a_multibyte_name_is_cut_below_the_byte_bound_on_a_character_boundary() {
-    use stallwarden_sources::agent::call_name;
     let name = call_name(&"€".repeat(100), None); // 300 bytes, 3 per char
     assert_eq!(name, "€".repeat(watchdog_core::MAX_CALL_ID / 3));
     assert_eq!(name.len(), 255);
+}
+
+// R8.13: a call's name shows its command while the name leaves room for
+// `(`, `…` and `)` within MAX_CALL_ID bytes (kills `+ with *` in
+// `call_name`'s room test, which dropped the command of any name over a
+// fifth of the bound).
+#[test]
+fn a_call_name_shows_its_command_while_there_is_room() {
+    let name = "n".repeat(60);
+    assert_eq!(call_name(&name, Some("ls")), format!("{name}(ls)"));
+    // 5 bytes short of the bound: one byte of command fits, cut.
+    let long = "m".repeat(MAX_CALL_ID - 6);
+    assert_eq!(call_name(&long, Some("ls -l")), format!("{long}(l…)"));
+    let full = "m".repeat(MAX_CALL_ID - 5);
+    assert_eq!(call_name(&full, Some("ls")), full, "no room left");
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use stallwarden_sources::args::anthropic::AnthropicStream;
 use stallwarden_sources::args::openai::OpenAiStream;
 use stallwarden_sources::args::{
-    ArgumentTracker, Freshness, Rejection, Step, StreamAdapter, MAX_FINGERPRINTS,
+    ArgumentTracker, Freshness, Rejection, Step, StreamAdapter, StreamFormat, MAX_FINGERPRINTS,
 };
 use watchdog_core::{Guard, ManualClock, Profile, RecordingSink, TaskHandle};
 
@@ -440,6 +440,26 @@ fn openai_responses_sharing_a_created_second_are_distinct_messages() {
     );
 }
 
+// R5.2: an OpenAI message's place within its `created` second counts from
+// 0 in each new second, so a long stream with one message a second is never
+// refused for running out of room in a second (kills the match guard
+// `sec == created -> true` in `OpenAiStream::new_message`, which carried
+// the count across seconds and refused the 65 537th message).
+#[test]
+fn openai_messages_in_new_seconds_count_from_zero() {
+    let (_guard, _rec, task) = setup("new-seconds");
+    let mut s = OpenAiStream::new(task.recorder());
+    // One more message than a second has room for (2^16).
+    for k in 0..=(1u32 << 16) {
+        let chunk = format!(
+            r#"{{"id":"c{k}","created":{},"choices":[]}}"#,
+            1_767_225_600 + u64::from(k)
+        );
+        assert_eq!(s.feed(&chunk), Ok(Step::Tracked), "message {k}");
+    }
+    assert_eq!(s.tracker().rejections().total(), 0);
+}
+
 #[test]
 fn openai_replayed_older_response_is_refused_and_the_current_one_continues() {
     let (_guard, _rec, task) = setup("replay");
@@ -472,6 +492,27 @@ fn openai_choices_other_than_zero_are_refused() {
     let mut s = OpenAiStream::new(task.recorder());
     let chunk = r#"{"id":"c","object":"chat.completion.chunk","created":1,"choices":[{"index":1,"delta":{"content":"hi"},"finish_reason":null}]}"#;
     assert_eq!(s.feed(chunk), Err(Rejection::UnsupportedChoice));
+}
+
+/// An OpenAI chunk announcing call `call_1`, and one streaming a fragment
+/// of its arguments.
+const OA_START: &str = r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1767225600,"model":"gpt-4o","choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"bash","arguments":""}}]},"finish_reason":null}]}"#;
+const OA_ARGS: &str = r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1767225600,"model":"gpt-4o","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"cmd\""}}]},"finish_reason":null}]}"#;
+
+// R5.2: a runner that drops an OpenAI stream midway ends the turn; the
+// message closes, so a late delta of it no longer renews the idle budget
+// and `[DONE]` has nothing left to end (kills `OpenAiStream::turn_end -> ()`).
+#[test]
+fn openai_turn_end_closes_the_message_midway() {
+    let (_guard, _rec, task) = setup("openai-turn-end");
+    let mut s = OpenAiStream::new(task.recorder());
+    assert_eq!(s.feed(OA_START), Ok(Step::Tracked));
+    assert_eq!(s.feed(OA_ARGS), Ok(Step::Renewed));
+    assert!(s.tracker().is_active());
+    s.turn_end();
+    assert!(!s.tracker().is_active());
+    assert_eq!(s.feed(OA_ARGS), Err(Rejection::NoActiveGeneration));
+    assert_eq!(s.feed("[DONE]"), Ok(Step::Ignored));
 }
 
 #[test]
@@ -956,4 +997,16 @@ fn openai_entries_without_index_announce_by_new_id_and_continue_by_the_same() {
     assert_eq!(s.feed(&oa_entries("resp-2", more)), Ok(Step::Renewed));
     assert_eq!(s.tracker().open_blocks(), 1);
     assert_eq!(s.tracker().rejections().total(), 0);
+}
+
+// R10.6: a stream format prints as the name it is parsed from, so an error
+// or a status that shows it names a format the user can type back (kills
+// `<impl Display for StreamFormat>::fmt -> Ok(())`, which printed nothing).
+#[test]
+fn a_stream_format_prints_as_the_name_it_parses_from() {
+    let shown: Vec<String> = StreamFormat::ALL.iter().map(|f| f.to_string()).collect();
+    assert_eq!(shown, ["anthropic", "openai", "responses", "gemini"]);
+    for f in StreamFormat::ALL {
+        assert_eq!(f.to_string().parse::<StreamFormat>(), Ok(f));
+    }
 }

@@ -3,7 +3,7 @@
 
 use stallwarden_sources::background::{
     BackgroundError, BackgroundRecord, EndNotice, EndStatus, Provenance, RowOp, SessionBoundary,
-    MAX_PER_OWNER,
+    MAX_ID, MAX_PER_OWNER,
 };
 use watchdog_core::{
     BackgroundKind, BackgroundTask, Guard, ManualClock, Profile, TaskHandle, TaskState,
@@ -153,6 +153,55 @@ fn ids_longer_than_256_bytes_are_refused() {
     assert!(pushed(&task).1);
     bg.inventory([(ok.as_str(), BackgroundKind::Command)]);
     assert!(!bg.has_unnamed());
+}
+
+/// An id whose byte `limit` falls inside a two-byte character: one ASCII
+/// byte, then `é` (2 bytes) repeated past the limit.
+fn id_cut_mid_char(limit: usize) -> String {
+    let mut id = String::from("a");
+    while id.len() <= limit + 8 {
+        id.push('é');
+    }
+    id
+}
+
+// R6.5-style hygiene: an unknown id in an error is cut to MAX_ID bytes, on
+// a character boundary, never past it and never panicking mid-character
+// (kills the mutants of the cut's bound and its boundary walk).
+#[test]
+fn unknown_background_ids_are_cut_on_a_char_boundary() {
+    let (_guard, task) = owner();
+    let mut bg = BackgroundRecord::new(task.recorder());
+    let long = id_cut_mid_char(MAX_ID);
+    let Err(BackgroundError::UnknownTask(shown)) = bg.kill_result(&long) else {
+        panic!("an unknown id must be refused");
+    };
+    assert_eq!(
+        shown.len(),
+        MAX_ID - 1,
+        "cut back to the boundary below {MAX_ID}"
+    );
+    assert!(long.starts_with(&shown));
+
+    let ascii = "b".repeat(MAX_ID + 10);
+    let Err(BackgroundError::UnknownTask(shown)) = bg.kill_result(&ascii) else {
+        panic!("an unknown id must be refused");
+    };
+    assert_eq!(shown.len(), MAX_ID);
+
+    let short = "bg_short";
+    assert_eq!(
+        bg.kill_result(short),
+        Err(BackgroundError::UnknownTask(short.into()))
+    );
+
+    bg.launch("bg_1", "call_1", BackgroundKind::Command)
+        .unwrap();
+    let wrong = "c".repeat(MAX_ID + 1);
+    let Err(BackgroundError::LaunchMismatch { task: t, launch }) = bg.end("bg_1", &wrong) else {
+        panic!("a wrong launch id must be refused");
+    };
+    assert_eq!((t.as_str(), launch.len()), ("bg_1", MAX_ID));
 }
 
 // R5.6, seed 002: a subagent's launch is the subagent's own work (its call
@@ -317,6 +366,30 @@ fn an_inventory_past_64_items_sets_the_unnamed_flag() {
         .all(|p| matches!(p, BackgroundError::Full(_))));
     assert_eq!(pushed(&task), (bg.tasks().to_vec(), true));
     assert_eq!(bg.tasks().len(), MAX_PER_OWNER);
+}
+
+// R5.6: `has_unnamed` says whether a task past the cap runs unnamed, and a
+// complete inventory within the cap clears it (kills `has_unnamed -> bool`).
+#[test]
+fn has_unnamed_follows_the_cap_and_the_inventory() {
+    let (_guard, task) = owner();
+    let mut bg = BackgroundRecord::new(task.recorder());
+    assert!(!bg.has_unnamed());
+    for i in 0..MAX_PER_OWNER {
+        bg.launch(
+            &format!("bg_{i}"),
+            &format!("call_{i}"),
+            BackgroundKind::Command,
+        )
+        .unwrap();
+    }
+    assert!(!bg.has_unnamed(), "at the cap, every task is named");
+    let over = bg.launch("bg_over", "call_over", BackgroundKind::Command);
+    assert_eq!(over, Err(BackgroundError::Full("bg_over".into())));
+    assert!(bg.has_unnamed());
+    assert!(!bg.is_empty());
+    assert!(bg.inventory([("bg_0", BackgroundKind::Command)]).is_empty());
+    assert!(!bg.has_unnamed(), "a complete inventory clears the mark");
 }
 
 // R10.6: every report the record does not apply is an error to the caller

@@ -12,6 +12,7 @@
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -830,6 +831,32 @@ fn an_unreadable_syscall_file_says_why() {
     assert_eq!(
         said[&150],
         "cannot read /proc/150/syscall (Is a directory (os error 21))"
+    );
+}
+
+// R8.13: on a kernel without `/proc/PID/syscall`, a live process's
+// blocking point says so, with its kernel wait when there is one (kills the
+// deleted `!` in `Inspector::describe`, which took the live process for a
+// gone one and said nothing).
+#[test]
+fn a_kernel_without_syscall_files_says_so() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/proc");
+    let look = ProcTable::at(fixture).peek(100).unwrap();
+    let blocked: Vec<(u32, Option<String>)> = look
+        .children
+        .iter()
+        .filter(|c| [101, 102].contains(&c.pid))
+        .map(|c| (c.pid, c.blocked_on.clone()))
+        .collect();
+    assert_eq!(
+        blocked,
+        [
+            (102, Some("this kernel has no /proc/PID/syscall".to_owned())),
+            (
+                101,
+                Some("this kernel has no /proc/PID/syscall; kernel wait: io_schedule".to_owned())
+            ),
+        ]
     );
 }
 

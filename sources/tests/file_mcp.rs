@@ -1,5 +1,9 @@
 //! File growth (R5.7) on real temp files, and MCP progress (R5.8, R2.6).
 
+mod common;
+
+use common::Captured;
+
 use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::time::Duration;
@@ -162,6 +166,35 @@ async fn run_polls_on_its_interval() {
         .run(Duration::ZERO)
         .await;
     assert!(matches!(zero, Err(FileError::ZeroInterval)));
+}
+
+// R5.7: "errors are logged once until a poll succeeds again": a watched
+// path that is a directory for three polls, a file for one, then a
+// directory again gives exactly two warnings (kills the issue-26 mutants
+// of FileGrowth::run's `reported_error` guard: always true warned on every
+// failed poll, false or a deleted `!` never warned).
+#[tokio::test(start_paused = true)]
+async fn a_failing_file_poll_is_warned_about_once_per_stretch_of_failures() {
+    let captured = Captured::default();
+    let subscriber = captured.warnings();
+    // This thread's only: the test's runtime runs the poller here too.
+    let _default = tracing::subscriber::set_default(subscriber);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("watched");
+    std::fs::create_dir(&path).unwrap();
+    let (_guard, _rec, task) = setup("poll-errors");
+    let poller = tokio::spawn(FileGrowth::new(&path, task.recorder()).run(Duration::from_secs(1)));
+    // Polls at 0, 1 and 2 s fail; the one at 3 s succeeds; 4 and 5 s fail.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    std::fs::remove_dir(&path).unwrap();
+    std::fs::write(&path, b"now a file").unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    std::fs::remove_file(&path).unwrap();
+    std::fs::create_dir(&path).unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    poller.abort();
+    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert_eq!(text.matches("file growth poll failed").count(), 2, "{text}");
 }
 
 fn progress(token: &str, value: f64) -> String {

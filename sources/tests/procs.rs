@@ -10,14 +10,15 @@ use common::Captured;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 use proptest::prelude::*;
 use stallwarden_sources::procs::{
-    check_interval, sample_once, ProcStat, ProcTable, ProcessSampler, StatError, FULL_WALK_EVERY,
-    MAX_CHILDREN,
+    check_interval, sample_once, state_from_code, ProcStat, ProcTable, ProcessSampler, StatError,
+    FULL_WALK_EVERY, MAX_CHILDREN,
 };
 use watchdog_core::{
     ChildInfo, ChildProbe, EventKind, Guard, KindSet, ManualClock, ProcState, Profile,
@@ -276,6 +277,23 @@ fn a_root_that_is_gone_has_no_children() {
     assert_eq!(ProcTable::new().sample(pid).unwrap().children, []);
 }
 
+// R5.5: a one-off sample of a real process's tree finds its child (kills
+// `sample_once -> Ok(vec![])`).
+#[test]
+fn a_one_off_sample_finds_a_real_child() {
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let found = sample_once(std::process::id())
+        .unwrap()
+        .iter()
+        .any(|c| c.pid == child.id());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(found, "the child is one of the test's descendants");
+}
+
 #[test]
 fn at_most_24_children_eldest_first() {
     let group = Group::spawn("for i in $(seq 30); do sleep 30 & done; wait");
@@ -346,6 +364,58 @@ fn fixture_tree_names_states_wchan_and_order() {
     assert!(grep.is_suspect(), "D state is always a suspect");
     assert_eq!(grep.cpu_delta_ms, None);
     assert_eq!(sample.cpu_delta_ms, None);
+}
+
+// R5.5: a running child is reported as running, not as "other" (kills the
+// deleted `b'R'` arm of `state_from_code`).
+#[test]
+fn a_running_process_reads_as_running() {
+    assert_eq!(state_from_code(b'R'), ProcState::Running);
+    assert_eq!(state_from_code(b'S'), ProcState::Sleeping);
+    assert_eq!(state_from_code(b'X'), ProcState::Other);
+}
+
+// R4.2/R5.5: `probe` hands out the sampler's own cached view, so a task the
+// probe is attached to later shows the sampled children in its status
+// (kills `ProcessSampler::probe -> Arc::new(Default::default())`).
+#[test]
+fn the_probe_is_the_samplers_cached_view() {
+    let sampler =
+        ProcessSampler::with_table(ProcTable::at(fixture()), 100, Duration::from_secs(60), None)
+            .unwrap();
+    let pids = |c: Option<Vec<watchdog_core::ChildInfo>>| {
+        c.map(|c| c.iter().map(|c| c.pid).collect::<Vec<_>>())
+    };
+    let sampled = pids(sampler.sample_now());
+    assert_eq!(sampled, Some(vec![102, 105, 101, 103]));
+    let probe = sampler.probe();
+    assert_eq!(pids(probe.children()), sampled);
+
+    let guard = Guard::builder().clock(ManualClock::new()).build();
+    let task = guard.start("turn", Profile::default()).unwrap();
+    task.recorder()
+        .set_children_probe(Arc::clone(&probe) as Arc<dyn ChildProbe>);
+    assert_eq!(pids(task.status().unwrap().children), sampled);
+}
+
+// R8.13/R5.5: a verdict looks at the tree afresh, root first, through the
+// sampler itself or its cached view; the sampler names its root (kills
+// `ProcessSampler::verdict_children -> Some(vec![])`,
+// `Sampling::verdict -> Some(vec![])` and `ProcessSampler::pid -> 1`).
+#[test]
+fn a_verdict_looks_at_the_whole_tree_root_first() {
+    let sampler =
+        ProcessSampler::with_table(ProcTable::at(fixture()), 100, Duration::from_secs(60), None)
+            .unwrap();
+    assert_eq!(sampler.pid(), 100);
+    let pids = |c: Option<Vec<watchdog_core::ChildInfo>>| {
+        c.map(|c| c.iter().map(|c| c.pid).collect::<Vec<_>>())
+    };
+    let tree = Some(vec![100, 102, 105, 101, 103]);
+    assert_eq!(pids(sampler.verdict_children()), tree);
+    assert_eq!(pids(sampler.probe().verdict_children()), tree);
+    // The periodic view has the children only.
+    assert_eq!(pids(sampler.children()), Some(vec![102, 105, 101, 103]));
 }
 
 #[test]
@@ -551,6 +621,38 @@ fn outsiders_are_read_again_only_when_the_pid_counter_passes_them() {
         );
     }
     assert!(samples > 0, "an outsider was re-read without cause");
+}
+
+// R9.4/R5.5: a walk of the table re-reads everything exactly every
+// FULL_WALK_EVERY samples, so an outsider's pid reused with no counter
+// movement shows at the next full walk, not one sample later (kills
+// `+ with *` in `ProcTable::read_table`'s `since_full_walk + 1`, which
+// stretched the period to FULL_WALK_EVERY + 1).
+#[test]
+fn the_full_walk_comes_every_full_walk_every_samples_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&fixture(), dir.path());
+    std::fs::write(dir.path().join("loadavg"), "0.00 0.00 0.00 1/90 300\n").unwrap();
+    let mut table = ProcTable::at(dir.path());
+    let has =
+        |t: &mut ProcTable, pid: u32| t.sample(100).unwrap().children.iter().any(|c| c.pid == pid);
+    // Sample 1 is a full walk (no counter seen before); 106's stat is
+    // garbage then, so it is listed as an outsider.
+    assert!(!has(&mut table, 106));
+    // 106 "reused" under the root with the counter unmoved.
+    std::fs::write(
+        dir.path().join("106/stat"),
+        "106 (new) S 100 0 0 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 8000 0 0\n",
+    )
+    .unwrap();
+    for n in 2..=FULL_WALK_EVERY {
+        assert!(!has(&mut table, 106), "sample {n} is not a full walk");
+    }
+    assert!(
+        has(&mut table, 106),
+        "sample {} is the next full walk",
+        FULL_WALK_EVERY + 1
+    );
 }
 
 #[test]

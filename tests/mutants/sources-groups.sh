@@ -13,13 +13,13 @@ export PROPTEST_CASES=32 CARGO_PROFILE_DEV_DEBUG=0
 common=(-p stallwarden-sources --no-config --in-place --profile mutants --baseline skip --timeout 40
         -E '<impl fmt::Debug for ' --cargo-test-arg=--lib)
 declare -A files tests
-files[output]="sources/src/output.rs";                         tests[output]="output mutants_sources"
+files[output]="sources/src/output.rs";                         tests[output]="output"
 files[notify]="sources/src/notify/*.rs";                       tests[notify]="notify"
-files[filemcp]="sources/src/file.rs sources/src/mcp.rs";       tests[filemcp]="file_mcp hostile mutants_sources"
-files[args]="sources/src/args/*.rs";                           tests[args]="args hostile recorded mutants_sources agent"
+files[filemcp]="sources/src/file.rs sources/src/mcp.rs";       tests[filemcp]="file_mcp hostile"
+files[args]="sources/src/args/*.rs";                           tests[args]="args hostile recorded agent"
 files[agent]="sources/src/agent/*.rs sources/src/tools.rs sources/src/background.rs sources/src/refusal.rs sources/src/lib.rs"
-tests[agent]="agent agent_real background mutants_sources recorded args"
-files[procs]="sources/src/procs/*.rs";                         tests[procs]="blocked cpu_exact net procs mutants_sources"
+tests[agent]="agent agent_real background recorded args"
+files[procs]="sources/src/procs/*.rs";                         tests[procs]="blocked cpu_exact net procs procs_log"
 groups=("$@"); [ ${#groups[@]} -eq 0 ] && groups=(output notify filemcp args agent procs)
 for g in "${groups[@]}"; do
   args=()
