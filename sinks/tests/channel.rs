@@ -3,6 +3,7 @@
 //! slow live subscriber (R6.2); a dropped subscriber is removed; `Option`
 //! of the sink is a sink (R6.1).
 
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use stallwarden_sinks::channel::{ChannelSink, TryRecvError};
@@ -219,4 +220,53 @@ fn an_option_of_channel_sink_is_a_sink() {
         types(&sub.drain()),
         ["started", "stalled", "cancelling", "killed", "finished"]
     );
+}
+
+// R3.8: a subscription by name follows one run. One channel sink shared by
+// two guards (cloning shares the subscriber list) sees two live tasks of
+// that name; the subscription keeps to the first it saw, by task id.
+#[test]
+fn a_name_subscription_keeps_to_the_first_task_it_saw() {
+    let sink = ChannelSink::new();
+    let mut build = sink.subscribe_task("build");
+    let one = Guard::builder()
+        .clock(ManualClock::new())
+        .sink(sink.clone())
+        .build();
+    let two = Guard::builder()
+        .clock(ManualClock::new())
+        .sink(sink.clone())
+        .build();
+    let _other = one.start("lint", Profile::default()).unwrap(); // id 1 in `one`
+    let first = one.start("build", Profile::default()).unwrap(); // id 2
+    let second = two.start("build", Profile::default()).unwrap(); // id 1 in `two`
+    second.finish_completed();
+    first.finish_completed();
+    let got: Vec<_> = build
+        .drain()
+        .into_iter()
+        .map(|e| (e.task, e.kind.type_name()))
+        .collect();
+    assert_eq!(got, [(first.id(), "started"), (first.id(), "finished")]);
+}
+
+// R3.8: an empty queue is not a closed one; and a subscription polled by
+// hand hands out what is queued.
+#[test]
+fn a_subscription_polled_by_hand_yields_what_is_queued() {
+    assert!(!TryRecvError::Empty.is_closed());
+    assert!(TryRecvError::Closed.is_closed());
+    let sink = ChannelSink::new();
+    let mut all = sink.subscribe();
+    let guard = Guard::builder()
+        .clock(ManualClock::new())
+        .sink(sink.clone())
+        .build();
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(all.poll_recv(&mut cx).is_pending());
+    let _task = guard.start("polled", Profile::default()).unwrap();
+    match all.poll_recv(&mut cx) {
+        Poll::Ready(Some(e)) => assert_eq!(e.kind.type_name(), "started"),
+        other => panic!("{other:?}"),
+    }
 }

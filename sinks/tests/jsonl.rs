@@ -14,7 +14,7 @@ use serde_json::Value;
 use stallwarden_sinks::jsonl::JsonLinesSink;
 use watchdog_core::{
     CallOutcome, ChildInfo, ChildProbe, Guard, ManualClock, Outcome, ProcState, Profile,
-    RecordingSink, Sink,
+    RecordingSink, Sink, TaskId,
 };
 
 const SECOND: Duration = Duration::from_secs(1);
@@ -465,6 +465,38 @@ fn a_line_after_finished_is_dropped_by_the_gate() {
     sink.on_event(stalled).unwrap(); // a late tick
     assert_eq!(sink.late_dropped(), 1);
     assert_eq!(types(&buf.lines()), ["started", "stalled", "finished"]);
+}
+
+// R3.8: the JSON lines sink remembers the last 65 536 finished tasks, so a
+// late event of any of them is dropped; the one before them is forgotten.
+#[test]
+fn the_json_lines_sink_remembers_exactly_the_last_65536_finished_tasks() {
+    let rec = RecordingSink::new();
+    let guard = Guard::builder()
+        .clock(ManualClock::new())
+        .sink(rec.clone())
+        .build();
+    guard
+        .start("t", Profile::default())
+        .unwrap()
+        .finish_completed();
+    let events = rec.events();
+    let (started, finished) = (&events[0], &events[1]);
+    let sink = JsonLinesSink::new(std::io::sink());
+    let with_id = |e: &watchdog_core::Event, id: u64| {
+        let mut e = e.clone();
+        e.task = TaskId::from_raw(id);
+        e
+    };
+    for id in 1..=65_536 {
+        sink.on_event(&with_id(finished, id)).unwrap();
+    }
+    sink.on_event(&with_id(started, 1)).unwrap();
+    assert_eq!(sink.late_dropped(), 1, "task 1 is among the last 65 536");
+    sink.on_event(&with_id(finished, 65_537)).unwrap();
+    sink.on_event(&with_id(started, 1)).unwrap();
+    sink.on_event(&with_id(started, 2)).unwrap();
+    assert_eq!(sink.late_dropped(), 2, "task 1 forgotten, task 2 not");
 }
 
 /// A writer whose disk is full.

@@ -463,3 +463,25 @@ fn a_stamp_before_1970_is_negative() {
         Some(-2.5)
     );
 }
+
+// R6.8: the exported series carry their unit and help text (a Prometheus
+// `# HELP` line), registered by `describe` (kills `describe -> ()`).
+#[test]
+fn describe_gives_every_series_its_unit_and_help() {
+    let recorder = DebuggingRecorder::new();
+    let snap = recorder.snapshotter();
+    metrics::with_local_recorder(&recorder, || {
+        MetricsSink::describe();
+        metrics::gauge!(LAST_PROGRESS).set(1.0);
+    });
+    let all = snap.snapshot().into_vec();
+    let (_, unit, help, _) = all
+        .iter()
+        .find(|(k, ..)| k.key().name() == LAST_PROGRESS)
+        .expect("the gauge was set");
+    assert_eq!(*unit, Some(Unit::Seconds));
+    assert_eq!(
+        help.as_deref(),
+        Some("Unix time of the last progress signal")
+    );
+}

@@ -1,23 +1,30 @@
 //! The side-agent monitor (R6.6), driven in virtual time (ManualClock +
 //! Guard::advance + long-running-after 3 s) with inline delivery so every
 //! agent call has happened when `advance`/`poll` returns; plus the worker
-//! mode and one real process.
+//! mode and one real process. Messages (updates folded together, a final's
+//! prompt) and the rule monitor are also checked on their own, on hand-built
+//! updates with fixed elapsed times and no clock. Redaction itself is in
+//! `redact.rs`; the poller's thread in `monitor_poller.rs`.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, UNIX_EPOCH};
 
 use parking_lot::Mutex;
 use stallwarden_sinks::monitor::{
-    monitored, redact, MonitorAgent, MonitorBrief, MonitorCall, MonitorError, MonitorFinal,
+    monitored, MonitorAgent, MonitorBrief, MonitorCall, MonitorError, MonitorFinal,
     MonitorSettings, MonitorSink, MonitorState, MonitorTarget, MonitorUpdate, ObservationKind,
     OutputTail, RuleMonitor,
 };
 use watchdog_core::{
     Delivery, EventKind, Guard, ManualClock, Outcome, Profile, RecordingSink, TaskHandle, TaskState,
 };
+
+mod secrets;
+
+use secrets::SECRETS;
 
 type Calls = Arc<Mutex<Vec<MonitorCall>>>;
 
@@ -334,43 +341,6 @@ fn cancelled_task_final_is_marked_cancelled() {
     assert_eq!(f.signal, Some(15));
 }
 
-/// Real-shaped, fake secrets, and the part of each that must never leak.
-const SECRETS: &[(&str, &str)] = &[
-    ("OPENAI_API_KEY=sk-proj-AbCdEf1234567890GhIjKlMnOpQrStUv", "AbCdEf1234567890"),
-    ("using key sk-ant-api03-ZyXwVuTsRqPoNmLk-0987654321abcdEFGH", "ZyXwVuTsRqPoNmLk"),
-    ("legacy sk-1234567890abcdefABCDEF1234567890abcdefABCD", "1234567890abcdefABCDEF"),
-    ("git remote https://ghp_16C7e42F292c6912E7710c838347Ae178B4a@github.com/x/y", "16C7e42F292c6912E7710c"),
-    ("GH=github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEF", "11ABCDEFG0123456789"),
-    ("aws_access_key_id AKIAIOSFODNN7EXAMPLE", "IOSFODNN7EXAMPLE"),
-    ("slack xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOpQrStUvWx", "AbCdEfGhIjKlMnOpQrStUvWx"),
-    ("slack xoxp-1234567890-0987654321-1122334455-abcdef0123456789", "1122334455-abcdef"),
-    ("> Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dBjftJeZ4CVPmB92", "eyJhbGciOiJIUzI1NiJ9"),
-    ("curl -H 'authorization: bearer abcdef0123456789xyz'", "abcdef0123456789xyz"),
-    ("db password=hunter2! ok", "hunter2!"),
-    ("passwd: correct-horse-battery", "correct-horse-battery"),
-    ("client secret=s3cr3tValue&x=1", "s3cr3tValue"),
-    ("token=tok_9f8e7d6c5b4a", "tok_9f8e7d6c5b4a"),
-    ("DATABASE_URL=postgres://admin:Sup3rS3cretPw@db.internal:5432/app", "Sup3rS3cretPw"),
-    (r#"{"api_key": "AIzaSyA-1234567890abcdefghijklmnopqrstu"}"#, "AIzaSyA-1234567890"),
-    ("mysql --password Pa55w0rdFlag -u root", "Pa55w0rdFlag"),
-    ("export STRIPE_KEY=sk_live_51HqLyjWDarjtT1zdp7dc", "51HqLyjWDarjtT1zdp7dc"),
-    (
-        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\nQyNTUxOQAAACDqXmBWf3kP\n-----END OPENSSH PRIVATE KEY-----",
-        "b3BlbnNzaC1rZXktdjEAAAAABG5vbmU",
-    ),
-];
-
-#[test]
-fn redact_masks_every_fake_secret() {
-    for (line, secret) in SECRETS {
-        let out = redact(line);
-        assert!(
-            !out.contains(secret),
-            "{secret:?} leaked from {line:?}: {out:?}"
-        );
-    }
-}
-
 // R6.6: no secret reaches a monitor — not in the brief, not in an update (even
 // one split across two updates), not in the final, not in an observation.
 #[test]
@@ -646,6 +616,163 @@ impl MonitorAgent for Slow {
     }
 }
 
+/// A monitor update of `state` with `output` (changed when non-empty).
+fn rule_update(state: TaskState, output: &str, note: Option<&str>) -> MonitorUpdate {
+    MonitorUpdate {
+        task: watchdog_core::TaskId::from_raw(1),
+        name: Arc::from("job"),
+        elapsed: Duration::from_secs(10),
+        new_output: output.into(),
+        output_changed: !output.is_empty(),
+        output_quiet_for: Duration::ZERO,
+        state,
+        note: note.map(String::from),
+    }
+}
+
+fn rule_final(exit_code: i32, tail: &str) -> MonitorFinal {
+    MonitorFinal {
+        task: watchdog_core::TaskId::from_raw(1),
+        name: Arc::from("job"),
+        elapsed: Duration::from_secs(20),
+        completed_at: UNIX_EPOCH,
+        outcome: if exit_code == 0 {
+            Outcome::Completed
+        } else {
+            Outcome::Failed
+        },
+        exit_code: Some(exit_code),
+        signal: None,
+        cancelled: false,
+        output_tail: tail.into(),
+    }
+}
+
+// R6.6: the rule monitor counts retries across updates, says a stall and a
+// stop in their own words, and ends with the retries seen, if any.
+#[test]
+fn the_rule_monitor_counts_retries_and_names_stalls_and_stops() {
+    let mut rules = RuleMonitor::new();
+    let said = rules
+        .update(&rule_update(
+            TaskState::Working,
+            "connect failed, retrying in 5s\nconnect failed, retrying in 10s\n",
+            None,
+        ))
+        .unwrap()
+        .unwrap();
+    assert!(said.contains("output shows 2 retries so far"), "{said}");
+    let said = rules
+        .update(&rule_update(
+            TaskState::Stalled,
+            "",
+            Some("idle budget ran out"),
+        ))
+        .unwrap()
+        .unwrap();
+    assert!(
+        said.contains("the guard reports a stall (idle budget ran out)"),
+        "{said}"
+    );
+    let said = rules
+        .update(&rule_update(
+            TaskState::Cancelling,
+            "",
+            Some("cancel requested"),
+        ))
+        .unwrap()
+        .unwrap();
+    assert!(
+        said.contains("the guard is stopping the command (cancel requested)"),
+        "{said}"
+    );
+    let said = rules.finish(&rule_final(0, "done\n")).unwrap().unwrap();
+    assert!(said.ends_with("; 2 retries were seen"), "{said}");
+    let said = RuleMonitor::new()
+        .finish(&rule_final(0, "done\n"))
+        .unwrap()
+        .unwrap();
+    assert!(!said.contains("retries"), "{said}");
+}
+
+// R6.6: an error seen earlier is recalled at the end of a failed command
+// only; a success does not dig up an error it recovered from.
+#[test]
+fn an_earlier_error_is_recalled_only_when_the_command_failed() {
+    let seen = || {
+        let mut rules = RuleMonitor::new();
+        rules
+            .update(&rule_update(
+                TaskState::Working,
+                "ERROR: disk quota exceeded\n",
+                None,
+            ))
+            .unwrap();
+        rules
+    };
+    let failed = seen()
+        .finish(&rule_final(1, "cleaning up\n"))
+        .unwrap()
+        .unwrap();
+    assert!(
+        failed.contains("last error-like line: \"ERROR: disk quota exceeded\""),
+        "{failed}"
+    );
+    let ok = seen()
+        .finish(&rule_final(0, "cleaning up\n"))
+        .unwrap()
+        .unwrap();
+    assert!(!ok.contains("error-like"), "{ok}");
+}
+
+// R6.6: zero counts in test summaries are not failures, wherever the zero
+// or `no` stands; a real count is.
+#[test]
+fn zero_counts_are_not_errors() {
+    for line in [
+        "0 errors",
+        "no errors",
+        "build finished with 0 errors",
+        "found no errors",
+        "test result: ok. 12 passed; 0 failed",
+    ] {
+        let said = RuleMonitor::new()
+            .update(&rule_update(TaskState::Working, &format!("{line}\n"), None))
+            .unwrap();
+        assert!(
+            !said
+                .as_deref()
+                .unwrap_or("")
+                .contains("may indicate a failure"),
+            "{line}: {said:?}"
+        );
+    }
+    let said = RuleMonitor::new()
+        .update(&rule_update(TaskState::Working, "2 errors\n", None))
+        .unwrap()
+        .unwrap();
+    assert!(said.contains("output mentions \"error\""), "{said}");
+}
+
+// R6.6: the rule monitor counts the output lines it has read, across
+// updates, and says so when it notes plain progress.
+#[test]
+fn the_rule_monitor_counts_output_lines() {
+    let mut rules = RuleMonitor::new();
+    let said = rules
+        .update(&rule_update(
+            TaskState::Working,
+            "compiling a\ncompiling b\n\ncompiling c\n",
+            None,
+        ))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        said,
+        "output is progressing (3 lines so far); no completion signal observed yet"
+    );
+}
+
 // R6.6 / R6.2: in the default worker mode a hung agent blocks neither the
 // guard nor the task; its queued updates are folded and its final arrives
 // once it catches up.
@@ -807,7 +934,103 @@ fn a_task_watched_by_name_is_monitored_like_one_watched_by_id() {
     assert!(seen.iter().all(|o| o.task == first.id()));
 }
 
-// --- Sampled cargo-mutants survivors (issue 14, R10.4) ---
+// --- Messages built by hand, without a monitor sink ---
+
+// R6.6: the monitor's final message tells the model how the command ended
+// and shows its last output (kills `MonitorFinal::to_prompt -> String::new()`).
+#[test]
+fn the_final_prompt_says_how_the_command_ended() {
+    let guard = Guard::builder().clock(ManualClock::new()).build();
+    let task = guard.start("build", Profile::default()).unwrap();
+    let last = MonitorFinal {
+        task: task.id(),
+        name: Arc::from("build"),
+        elapsed: Duration::from_secs(75),
+        completed_at: UNIX_EPOCH,
+        outcome: Outcome::Failed,
+        exit_code: Some(2),
+        signal: None,
+        cancelled: false,
+        output_tail: "error: linker failed".into(),
+    };
+    let prompt = last.to_prompt();
+    assert!(prompt.contains("01:15"), "{prompt}");
+    assert!(prompt.contains("exit code 2"), "{prompt}");
+    assert!(prompt.contains("error: linker failed"), "{prompt}");
+}
+
+// R6.6: the updates a slow agent fell behind on are folded into one, and
+// output from any of them is still shown, whichever came last (kills `|=`
+// for `&=` in `MonitorUpdate::absorb`, which then told the agent "No new
+// output" and hid the output it folded in).
+#[test]
+fn a_folded_update_keeps_the_output_of_any_of_its_parts() {
+    let guard = Guard::builder().clock(ManualClock::new()).build();
+    let task = guard.start("build", Profile::default()).unwrap();
+    let update = |secs: u64, output: &str, note: Option<&str>| MonitorUpdate {
+        task: task.id(),
+        name: Arc::from("build"),
+        elapsed: Duration::from_secs(secs),
+        new_output: output.into(),
+        output_changed: !output.is_empty(),
+        output_quiet_for: Duration::from_secs(if output.is_empty() { 2 } else { 0 }),
+        state: TaskState::Working,
+        note: note.map(String::from),
+    };
+    // Output first, then a state-only update.
+    let mut folded = update(4, "compiling core\n", None);
+    folded.absorb(update(6, "", Some("stalled: idle budget ran out")));
+    assert!(folded.output_changed);
+    let prompt = folded.to_prompt();
+    assert!(prompt.contains("compiling core"), "{prompt}");
+    assert!(prompt.contains("stalled: idle budget"), "{prompt}");
+    // A state-only update, then output.
+    let mut folded = update(4, "", Some("recovered"));
+    folded.absorb(update(6, "linking\n", None));
+    assert!(folded.output_changed);
+    assert!(
+        folded.to_prompt().contains("linking"),
+        "{}",
+        folded.to_prompt()
+    );
+}
+
+// R6.6: folding updates joins their output with one line break between
+// parts: added after a part that lacks one, never doubled, never leading.
+#[test]
+fn folded_output_is_joined_with_exactly_one_line_break() {
+    let guard = Guard::builder().clock(ManualClock::new()).build();
+    let task = guard.start("fold", Profile::default()).unwrap();
+    let update = |output: &str, changed: bool| MonitorUpdate {
+        task: task.id(),
+        name: Arc::from("fold"),
+        elapsed: Duration::from_secs(1),
+        new_output: output.into(),
+        output_changed: changed,
+        output_quiet_for: Duration::ZERO,
+        state: TaskState::Working,
+        note: None,
+    };
+    for (first, changed, then, want) in [
+        ("compiling", true, "linking\n", "compiling\nlinking\n"),
+        ("compiling\n", true, "linking\n", "compiling\nlinking\n"),
+        ("", false, "linking\n", "linking\n"),
+        ("", true, "linking\n", "linking\n"),
+    ] {
+        let mut folded = update(first, changed);
+        folded.absorb(update(then, true));
+        assert_eq!(folded.new_output, want, "{first:?} then {then:?}");
+    }
+}
+
+// R6.6: a monitor target says the command it describes.
+#[test]
+fn a_monitor_target_says_its_command() {
+    let target = MonitorTarget::new("cargo build --release", Vec::new).cwd("/work");
+    assert_eq!(target.command(), "cargo build --release");
+}
+
+// --- Finals, closed states and the output cap (R6.6) ---
 
 // R6.6 / R3.5: a final is marked cancelled when the guard cancelled the
 // task, whatever outcome the runner then reports, and when the runner

@@ -1,18 +1,25 @@
 //! The process sink against real processes, real process groups and real
 //! signals (R3.5, R6.4, R10.2, R10.3). Guards run on the real clock with tiny
 //! budgets; every wait is a bounded poll and every bound is generous, so the
-//! tests assert order and outcome, never wall-clock timing.
+//! tests assert order and outcome, never wall-clock timing. Where only a
+//! cancel is needed the guard is on virtual time (`ManualClock`). Also: what
+//! a kill report says, in its text and in the log (R8.6, R8.7), and the group
+//! lookup and waits (`group_members`, `wait_group_gone`, `reap`) on real
+//! children (R3.4, R8.6).
 
 use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
-use stallwarden_sinks::process::{GroupSignal, KillOutcome, ProcessSink};
+use stallwarden_sinks::process::{
+    group_members, reap, wait_group_gone, GroupSignal, KillOutcome, KillReport, ProcessSink, Reaped,
+};
 use watchdog_core::{
     Action, EventKind, Guard, ManualClock, Outcome, Profile, RecordingSink, Sink, SinkError,
     TaskHandle,
@@ -368,4 +375,189 @@ fn a_hung_sink_does_not_keep_the_cancel_from_the_process_sink() {
         .iter()
         .any(|e| matches!(e.kind, EventKind::Cancelling { .. })));
     drop(release);
+}
+
+// --- What a kill report says ---
+
+// R8.6/R3.4: an unconfirmed kill lists the pids still running, comma
+// separated (kills `>` for `==` in the separator test of the report).
+#[test]
+fn an_unconfirmed_kill_lists_the_pids_left() {
+    let guard = Guard::builder().clock(ManualClock::new()).build();
+    let task = guard.start("build", Profile::default()).unwrap();
+    let report = KillReport {
+        task: task.id(),
+        name: Arc::from("build"),
+        pgid: 40,
+        signal: GroupSignal::Kill,
+        outcome: KillOutcome::Unconfirmed {
+            left: vec![41, 42, 43],
+        },
+    };
+    assert_eq!(
+        report.to_string(),
+        "task build: SIGKILL to process group 40: cleanup unconfirmed, still running: 41, 42, 43"
+    );
+}
+
+// R6.4/R3.4: a kill that could not confirm the group gone, with no member
+// pid left to name (the group still answers), says so rather than listing
+// nothing (kills the `left.is_empty()` match guard replaced with `false`).
+#[test]
+fn an_unconfirmed_kill_with_no_pid_left_says_the_group_still_answers() {
+    let guard = Guard::builder().clock(ManualClock::new()).build();
+    let task = guard.start("build", Profile::default()).unwrap();
+    let report = KillReport {
+        task: task.id(),
+        name: Arc::from("build"),
+        pgid: 40,
+        signal: GroupSignal::Kill,
+        outcome: KillOutcome::Unconfirmed { left: vec![] },
+    };
+    assert_eq!(
+        report.to_string(),
+        "task build: SIGKILL to process group 40: cleanup unconfirmed, the group still answers"
+    );
+}
+
+// R8.6: only an unconfirmed kill reads as unconfirmed.
+#[test]
+fn only_an_unconfirmed_kill_is_unconfirmed() {
+    let report = |outcome| KillReport {
+        task: watchdog_core::TaskId::from_raw(1),
+        name: "k".into(),
+        pgid: 4242,
+        signal: GroupSignal::Kill,
+        outcome,
+    };
+    assert!(report(KillOutcome::Unconfirmed { left: vec![4243] }).is_unconfirmed());
+    for other in [
+        KillOutcome::Sent,
+        KillOutcome::AlreadyGone,
+        KillOutcome::Confirmed {
+            after: Duration::ZERO,
+        },
+        KillOutcome::Refused { reason: "r".into() },
+        KillOutcome::Failed { error: "e".into() },
+    ] {
+        assert!(!report(other.clone()).is_unconfirmed(), "{other:?}");
+    }
+}
+
+/// Every log line of this test binary, from a global `tracing` subscriber:
+/// isolated sinks log on their own threads.
+fn logs() -> String {
+    use std::sync::{Mutex, OnceLock};
+    #[derive(Clone)]
+    struct Lines(&'static Mutex<Vec<u8>>);
+    impl std::io::Write for Lines {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    static LOG: OnceLock<&'static Mutex<Vec<u8>>> = OnceLock::new();
+    let buf = *LOG.get_or_init(|| {
+        let buf: &'static Mutex<Vec<u8>> = Box::leak(Box::default());
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || Lines(buf))
+            .with_ansi(false)
+            .without_time()
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).expect("one global subscriber");
+        buf
+    });
+    String::from_utf8_lossy(&buf.lock().unwrap()).into_owned()
+}
+
+// R6.4, R8.7: a refused signal is logged as a warning that says why, not
+// as a signal sent.
+#[test]
+fn a_refused_signal_is_logged_as_a_warning_with_its_reason() {
+    logs();
+    let procs = ProcessSink::new();
+    let guard = Guard::builder()
+        .clock(ManualClock::new())
+        .sink(procs.clone())
+        .build();
+    let p = Profile::default()
+        .idle(Duration::from_millis(200))
+        .heartbeat_interval(None);
+    let _task = guard.start_process("refused-one", p, 1).unwrap();
+    guard.advance(Duration::from_millis(200));
+    procs
+        .wait_for(|_| true, Duration::from_secs(10))
+        .expect("a report");
+    let log = logs();
+    let line = log
+        .lines()
+        .find(|l| l.contains("refused-one"))
+        .unwrap_or_else(|| panic!("{log}"));
+    assert!(line.contains("WARN"), "{line}");
+    assert!(line.contains("signal refused"), "{line}");
+    assert!(line.contains("pid 1 is never signalled"), "{line}");
+}
+
+// --- Groups and children, found and waited on ---
+
+// R3.4: what is left of a group after a kill is found through /proc; this
+// test process is a member of its own group (kills
+// `group_members -> Ok(vec![])`).
+#[test]
+fn group_members_finds_this_process_in_its_group() {
+    let me = std::process::id();
+    let group = nix::unistd::getpgrp().as_raw() as u32;
+    assert!(group_members(group).unwrap().contains(&me));
+}
+
+// R8.6: waiting for a group to be gone waits for it, within the bound: a
+// group whose last member exits after a while is confirmed gone, not
+// reported unconfirmed at the first look.
+#[test]
+fn a_group_that_ends_within_the_bound_is_confirmed_gone() {
+    let mut child = std::process::Command::new("sleep")
+        .arg("0.3")
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let pgid = child.id();
+    let waiter = std::thread::spawn(move || child.wait().unwrap());
+    let gone = wait_group_gone(pgid, Duration::from_secs(30));
+    assert!(matches!(gone, KillOutcome::Confirmed { .. }), "{gone:?}");
+    assert!(waiter.join().unwrap().success());
+}
+
+// R6.4: `reap` waits up to its bound for a child that is still running and
+// returns how it ended (kills `>=` for `<` in `reap`, which gave up with
+// `Ok(None)` at once). A real child that runs for half a second; the
+// bound is generous and no duration is asserted.
+#[test]
+fn reap_waits_within_its_bound_for_a_running_child() {
+    let child = std::process::Command::new("sleep")
+        .arg("0.5")
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    std::mem::forget(child); // a runner without a `Child` of its own
+    assert_eq!(
+        reap(pid, Duration::from_secs(60)).unwrap(),
+        Some(Reaped::Exited(0))
+    );
+    // Reaped once: a second reap names the pid in its error.
+    let err = reap(pid, Duration::ZERO).unwrap_err();
+    assert!(err.to_string().contains(&pid.to_string()), "{err}");
+}
+
+// R8.6: pid 1 (and 0) are never waited on: they are refused as invalid
+// before any waitpid, whose "not a child" would hide the caller's mistake.
+#[test]
+fn reap_refuses_pid_zero_and_one_as_invalid() {
+    for pid in [0, 1] {
+        let err = reap(pid, Duration::ZERO).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput, "{err}");
+        assert!(err.to_string().contains(&format!("pid {pid}")), "{err}");
+    }
 }

@@ -13,7 +13,7 @@ use stallwarden_sinks::trace::{TracingSink, TARGET};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Level, Metadata, Subscriber};
-use watchdog_core::{Guard, ManualClock, Outcome, Profile};
+use watchdog_core::{Delivery, Guard, ManualClock, Outcome, Profile, Sink};
 
 const SECOND: Duration = Duration::from_secs(1);
 
@@ -490,4 +490,22 @@ fn a_long_running_task_is_logged_once_at_info() {
     assert_eq!(long[0].field("task"), Some("slow"));
     assert_eq!(long[0].field("elapsed_ms"), Some("3000"));
     assert_eq!(long[0].field("message"), Some("task is long-running"));
+}
+
+// R6.4: a sink's delivery mode is the caller's choice (kills
+// `TracingSink::with_delivery -> Default::default()`).
+#[test]
+fn the_tracing_sink_keeps_the_delivery_it_was_given() {
+    assert_eq!(
+        TracingSink::new()
+            .with_delivery(Delivery::Isolated)
+            .delivery(),
+        Delivery::Isolated
+    );
+    assert_eq!(
+        TracingSink::new()
+            .with_delivery(Delivery::Inline)
+            .delivery(),
+        Delivery::Inline
+    );
 }
