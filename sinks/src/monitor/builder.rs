@@ -9,8 +9,8 @@ use parking_lot::{Condvar, Mutex};
 use watchdog_core::{Clock, Delivery};
 
 use super::poller::{spawn_poller, Ticker};
-use super::runner::{Core, Store};
-use super::sink::{Factory, MonitorSink, Shared, Tasks};
+use super::runner::{Core, Factory, Limits, Store};
+use super::sink::{MonitorSink, Shared, Tasks};
 use super::state::MonitorSettings;
 
 /// A monitor setting out of its range.
@@ -69,14 +69,6 @@ impl fmt::Debug for MonitorSinkBuilder {
             .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
-}
-
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Limits {
-    pub(super) observation_chars: usize,
-    pub(super) per_task: usize,
-    pub(super) tasks: usize,
-    pub(super) unread: usize,
 }
 
 impl MonitorSinkBuilder {
@@ -179,7 +171,14 @@ impl MonitorSinkBuilder {
             ticker: Arc::clone(&ticker),
         });
         if let (Some(interval), false) = (self.poll_interval, virtual_clock) {
-            spawn_poller(Arc::downgrade(&shared), ticker, interval);
+            let shared = Arc::downgrade(&shared);
+            // The poller holds the sink only weakly: once the sink is
+            // dropped it finds nothing to poll and stops.
+            let poll = move || {
+                let shared = shared.upgrade()?;
+                Some(shared.now().is_some_and(|now| shared.poll_at(now)))
+            };
+            spawn_poller(poll, ticker, interval);
         }
         Ok(MonitorSink { shared })
     }

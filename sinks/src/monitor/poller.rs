@@ -1,12 +1,10 @@
 //! The background poller: drives monitor updates on a real clock between
 //! guard events, since flowing output produces none (R6.6).
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
-
-use super::sink::Shared;
 
 #[derive(Default)]
 pub(super) struct Ticker {
@@ -21,9 +19,14 @@ pub(super) struct TickState {
     pub(super) wake: bool,
 }
 
-/// Polls every `interval` while a monitor is open and sleeps otherwise; holds
-/// the sink only weakly and stops when it is dropped.
-pub(super) fn spawn_poller(shared: Weak<Shared>, ticker: Arc<Ticker>, interval: Duration) {
+/// Calls `poll` every `interval` while a monitor is open and sleeps
+/// otherwise. `poll` says whether a monitor is still open, or `None` once
+/// the sink is gone, which stops the poller as `ticker`'s stop does.
+pub(super) fn spawn_poller(
+    poll: impl Fn() -> Option<bool> + Send + 'static,
+    ticker: Arc<Ticker>,
+    interval: Duration,
+) {
     let spawned = std::thread::Builder::new()
         .name("stallwarden-monitor-poll".into())
         .spawn(move || {
@@ -44,13 +47,10 @@ pub(super) fn spawn_poller(shared: Weak<Shared>, ticker: Arc<Ticker>, interval: 
                     }
                     st.wake = false;
                 }
-                let Some(shared) = shared.upgrade() else {
+                let Some(open) = poll() else {
                     return;
                 };
-                active = match shared.now() {
-                    Some(now) => shared.poll_at(now),
-                    None => false,
-                };
+                active = open;
             }
         });
     if let Err(e) = spawned {

@@ -11,9 +11,25 @@ use std::time::Duration;
 use parking_lot::{Condvar, Mutex};
 use watchdog_core::TaskId;
 
-use super::builder::Limits;
-use super::sink::Factory;
-use super::{MonitorAgent, MonitorCall, Observation, ObservationKind};
+use super::{MonitorAgent, MonitorBrief, MonitorCall, Observation, ObservationKind};
+
+/// Builds the agent for one monitor from its brief (to pick a model per
+/// command, say).
+pub(super) type Factory = dyn Fn(&MonitorBrief) -> Box<dyn MonitorAgent> + Send + Sync;
+
+/// The bounds of what is kept of what agents said (the builder sets
+/// `observation_chars`; the rest are fixed).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Limits {
+    /// The most characters kept of one observation.
+    pub(super) observation_chars: usize,
+    /// The most observations kept per task.
+    pub(super) per_task: usize,
+    /// The most tasks whose observations are kept.
+    pub(super) tasks: usize,
+    /// The most observations not yet read.
+    pub(super) unread: usize,
+}
 
 /// Runs one monitor's calls in order; updates that queued up while the agent
 /// was busy are folded into one, so a slow agent catches up instead of

@@ -15,19 +15,15 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use watchdog_core::{Clock, Delivery, Event, EventKind, Nanos, Sink, SinkError, TaskId};
 
-use super::builder::{Limits, MonitorSinkBuilder};
+use super::builder::MonitorSinkBuilder;
 use super::poller::Ticker;
-use super::runner::{run_call, worker, AgentSlot, Core};
+use super::runner::{run_call, worker, AgentSlot, Core, Limits};
 use super::state::{MonitorSettings, MonitorState};
 use crate::TaskRef;
 
 use super::{
     MonitorAgent, MonitorBrief, MonitorCall, Observation, ObservationKind, OutputTail, RuleMonitor,
 };
-
-/// Builds the agent for one monitor from its brief (to pick a model per
-/// command, say).
-pub(super) type Factory = dyn Fn(&MonitorBrief) -> Box<dyn MonitorAgent> + Send + Sync;
 
 /// What the runner tells the monitor about one task: the command, where it
 /// runs, and where its output tail comes from.
