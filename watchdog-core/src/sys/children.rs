@@ -2,45 +2,13 @@
 //! (`PID/task/TID/children`, Linux 3.5+ with `CONFIG_PROC_CHILDREN`), read
 //! per thread and joined, and the scan of every `PID/stat` in the table
 //! for a kernel without them (or a question about the whole machine: a
-//! process group, a leaked pipe's holders).
+//! process group, a leaked pipe's holders). The same lists read through a
+//! held table are [`ProcDir::children`](super::ProcDir::children).
 
 use std::io;
 use std::path::Path;
 
 use super::stat::{read_stat, ProcStat};
-use super::table::ProcDir;
-
-impl ProcDir {
-    /// Returns the pids the kernel lists as children of any thread of
-    /// `pid`, read through the held directory; `None` when the lists cannot
-    /// be read (no such process, or a kernel without them).
-    pub fn children(&mut self, pid: u32) -> Option<Vec<u32>> {
-        let tasks = std::fs::read_dir(self.root().join(format!("{pid}/task"))).ok()?;
-        let mut kids = Vec::new();
-        let mut any = false;
-        for task in tasks.flatten() {
-            let Some(tid) = task
-                .file_name()
-                .to_str()
-                .and_then(|t| t.parse::<u32>().ok())
-            else {
-                continue;
-            };
-            let path = std::ffi::CString::new(format!("{pid}/task/{tid}/children")).ok()?;
-            // A thread that ended since the listing has no file any more.
-            let Some(bytes) = self.read(&path) else {
-                continue;
-            };
-            any = true;
-            let text = std::str::from_utf8(bytes).ok()?;
-            kids.extend(
-                text.split_ascii_whitespace()
-                    .filter_map(|k| k.parse::<u32>().ok()),
-            );
-        }
-        any.then_some(kids)
-    }
-}
 
 /// Returns the pids the kernel lists as children of any thread of `pid`
 /// (`root/PID/task/TID/children`); `None` when the kernel has no such
@@ -107,6 +75,7 @@ pub fn scan(root: &Path) -> io::Result<Vec<ProcStat>> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::table::ProcDir;
     use super::*;
 
     #[test]

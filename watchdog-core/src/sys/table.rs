@@ -98,6 +98,36 @@ impl ProcDir {
         text.split_ascii_whitespace().nth(4)?.parse().ok()
     }
 
+    /// Returns the pids the kernel lists as children of any thread of
+    /// `pid`, read through the held directory; `None` when the lists cannot
+    /// be read (no such process, or a kernel without them).
+    pub fn children(&mut self, pid: u32) -> Option<Vec<u32>> {
+        let tasks = std::fs::read_dir(self.root().join(format!("{pid}/task"))).ok()?;
+        let mut kids = Vec::new();
+        let mut any = false;
+        for task in tasks.flatten() {
+            let Some(tid) = task
+                .file_name()
+                .to_str()
+                .and_then(|t| t.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let path = std::ffi::CString::new(format!("{pid}/task/{tid}/children")).ok()?;
+            // A thread that ended since the listing has no file any more.
+            let Some(bytes) = self.read(&path) else {
+                continue;
+            };
+            any = true;
+            let text = std::str::from_utf8(bytes).ok()?;
+            kids.extend(
+                text.split_ascii_whitespace()
+                    .filter_map(|k| k.parse::<u32>().ok()),
+            );
+        }
+        any.then_some(kids)
+    }
+
     /// Reads a small file at `path`, relative to the directory, into the
     /// buffer; `None` if it cannot be opened or read.
     pub fn read(&mut self, path: &CStr) -> Option<&[u8]> {
