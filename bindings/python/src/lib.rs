@@ -182,6 +182,15 @@ impl Guard {
     }
 }
 
+/// Returns the live (not zombie) processes of process group `pgid`, read
+/// through the engine's one owner of `/proc` (R10.7): `stallwarden.temporal`
+/// reaps a cancelled tool once its group is gone. An `OSError` when the
+/// table cannot be read.
+#[pyfunction]
+fn _group_members(pgid: u32) -> PyResult<Vec<u32>> {
+    Ok(stallwarden_sinks::process::group_members(pgid)?)
+}
+
 /// The native part of the `stallwarden` package, re-exported by its
 /// `__init__.py` (so `stallwarden.temporal` can live beside it in Python).
 #[pymodule]
@@ -191,6 +200,7 @@ fn stallwarden_py(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Task>()?;
     m.add_class::<ArgumentStream>()?;
     m.add_function(wrap_pyfunction!(options::describe_profile, m)?)?;
+    m.add_function(wrap_pyfunction!(_group_members, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

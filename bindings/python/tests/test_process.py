@@ -54,6 +54,26 @@ def test_a_cancel_stops_the_attached_group_through_the_process_sink():
     assert [e["type"] for e in events] == ["started", "cancelling", "finished"]
 
 
+def test_the_native_group_members_are_the_live_members_of_a_real_group():
+    # R10.7: stallwarden.temporal's tools ask the engine's one reader of the
+    # process table; it agrees with this test's own reading, leaves a
+    # zombie out, and finds nothing once the group is gone.
+    from stallwarden._native import _group_members
+
+    tool = subprocess.Popen(["sh", "-c", "sleep 30 & sleep 30; wait"], start_new_session=True)
+    try:
+        wait_until(lambda: len(members(tool.pid)) >= 3)  # sh and its two sleeps
+        assert sorted(_group_members(tool.pid)) == sorted(members(tool.pid))
+        assert tool.pid in _group_members(tool.pid)
+        os.killpg(tool.pid, 9)
+        wait_until(lambda: not _group_members(tool.pid))  # the unreaped leader is a zombie
+    finally:
+        if tool.poll() is None:
+            os.killpg(tool.pid, 9)
+        tool.wait()
+    assert _group_members(tool.pid) == []
+
+
 def test_without_process_groups_a_cancel_signals_nothing():
     guard = sg.Guard()
     tool = subprocess.Popen(["sleep", "30"], start_new_session=True)

@@ -6,19 +6,46 @@ group is reaped before the call is settled."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import signal
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional, Protocol
 
-if TYPE_CHECKING:
-    from .temporal import GuardedTurn, ToolResult
+from ._native import _group_members
 
 #: How long a cancelled tool's group may take to go after the process sink's
 #: SIGTERM (and its SIGKILL after the grace period) before it is killed here.
 REAP_BOUND_S = 30.0
 
 
-async def _pump(turn: "GuardedTurn", stream: asyncio.StreamReader, sink: bytearray,
+class _Turn(Protocol):
+    """What a tool needs of the turn it runs under (a
+    :class:`~stallwarden.temporal.GuardedTurn`): its task's calls and output,
+    and the cancel that Temporal's cancellation starts."""
+
+    _tools: dict
+
+    def tool_started(self, call_id: str, name: str, pid: Optional[int] = None) -> None: ...
+
+    def tool_finished(self, call_id: str, outcome: str = "success") -> None: ...
+
+    def output(self, nbytes: int, nlines: int = 0) -> None: ...
+
+    def _cancel_from_outside(self, reason: str = ...) -> None: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class ToolResult:
+    """What a tool child process left: exit code (negative: killed by that
+    signal), its pid and its whole output."""
+
+    returncode: int
+    pid: int
+    stdout: bytes
+    stderr: bytes
+
+
+async def _pump(turn: _Turn, stream: asyncio.StreamReader, sink: bytearray,
                 on_line: Optional[Callable[[bytes], object]]) -> None:
     while True:
         line = await stream.readline()
@@ -40,26 +67,16 @@ def _group_alive(pgid: int) -> bool:
     except PermissionError:
         return True
     try:
-        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+        # The engine's one reading of the process table (R10.7).
+        return bool(_group_members(pgid))
     except OSError:
-        return True  # no /proc: trust the signal probe
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[2]) == pgid and fields[0] != b"Z":
-            return True
-    return False
+        return True  # no process table: trust the signal probe
 
 
-async def run_tool(turn: "GuardedTurn", argv: list, name: str, call_id: str,
+async def run_tool(turn: _Turn, argv: list, name: str, call_id: str,
                    cwd: Optional[str], env: Optional[Mapping[str, str]],
-                   on_line: Optional[Callable[[bytes], object]]) -> "ToolResult":
+                   on_line: Optional[Callable[[bytes], object]]) -> ToolResult:
     """See :meth:`GuardedTurn.run_tool`."""
-    from .temporal import ToolResult
-
     proc = await asyncio.create_subprocess_exec(
         *argv,
         stdin=asyncio.subprocess.DEVNULL,
@@ -125,7 +142,7 @@ async def _reap(proc: Any, pumps: "asyncio.Future[Any]") -> None:
         pass
 
 
-def _settle(turn: "GuardedTurn", call_id: str, outcome: str) -> None:
+def _settle(turn: _Turn, call_id: str, outcome: str) -> None:
     try:
         turn.tool_finished(call_id, outcome)
     except ValueError:

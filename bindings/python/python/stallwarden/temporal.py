@@ -68,6 +68,7 @@ from temporalio.exceptions import ApplicationError
 
 from . import Guard, Task
 from ._temporal_util import _interval_ms, _message, _status_fields, _Stream
+from ._tools import ToolResult, run_tool
 
 __all__ = [
     "GuardedTurn",
@@ -137,17 +138,6 @@ class Profile:
         if unknown:
             raise ValueError(f"profile: unknown key(s) {unknown}; expected some of {sorted(known)}")
         return cls(**profile)
-
-
-@dataclasses.dataclass(frozen=True)
-class ToolResult:
-    """What a tool child process left: exit code (negative: killed by that
-    signal), its pid and its whole output."""
-
-    returncode: int
-    pid: int
-    stdout: bytes
-    stderr: bytes
 
 
 class _Router:
@@ -335,8 +325,6 @@ class GuardedTurn:
         ...     r = await turn.run_tool(["sh", "-c", "echo hi"], name="bash")
         ...     assert r.returncode == 0 and r.stdout == b"hi\\n"
         """
-        from ._tools import run_tool
-
         self._calls += 1
         call_id = call_id or f"call-{self._calls}"
         name = name or os.path.basename(argv[0])
