@@ -122,3 +122,26 @@ fn a_process_name_reads_name_then_pid() {
     };
     assert_eq!(p.to_string(), "sleep (pid 42)");
 }
+
+// R8.7: where no pidfd can be had, `wait_exit` waits the timeout out and
+// says the process has not ended; only "no such process" (ESRCH) is taken
+// as an end. A live thread's id is such a pid: the kernel gives no pidfd
+// for a thread that leads no process (EINVAL, or ENOENT on newer kernels).
+#[test]
+fn a_pid_with_no_pidfd_is_not_taken_for_an_end() {
+    use std::sync::mpsc;
+    use watchdog_core::sys::wait_exit;
+    let (tid_tx, tid_rx) = mpsc::channel();
+    let (stop_tx, stop_rx) = mpsc::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        // SAFETY: gettid has no preconditions.
+        tid_tx.send(unsafe { libc::gettid() } as u32).unwrap();
+        let _ = stop_rx.recv();
+    });
+    let tid = tid_rx.recv_timeout(secs(30)).expect("the thread's id");
+    let ended = wait_exit(tid, ms(10));
+    drop(stop_tx);
+    thread.join().unwrap();
+    assert_ne!(tid, std::process::id());
+    assert!(!ended, "a live thread has not ended");
+}

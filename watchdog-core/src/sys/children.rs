@@ -99,4 +99,23 @@ mod tests {
         assert_eq!(children_of(&dir, 30), None);
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    // R5.5: the fallback scan reads every process's stat line in the
+    // table; a name that is not a pid, a process with no stat (gone
+    // meanwhile) and a line that does not parse are left out.
+    #[test]
+    fn a_scan_reads_every_stat_line_and_leaves_out_the_rest() {
+        let dir = std::env::temp_dir().join(format!("sys-scan-{}", std::process::id()));
+        for sub in ["5", "6", "7", "self"] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+        }
+        let stat = "5 (w) S 1 5 5 0 -1 0 0 0 0 0 3 4 0 0 20 0 1 0 77 0 0\n";
+        std::fs::write(dir.join("5/stat"), stat).unwrap();
+        std::fs::write(dir.join("self/stat"), stat).unwrap();
+        std::fs::write(dir.join("6/stat"), "6 (trunc").unwrap();
+        let found = scan(&dir).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(found, vec![ProcStat::parse(stat.as_bytes()).unwrap()]);
+        assert_eq!((found[0].pid, found[0].starttime), (5, 77));
+    }
 }

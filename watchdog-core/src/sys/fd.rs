@@ -210,4 +210,68 @@ mod tests {
         assert!(fd_links(&dir, 9, 8).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    // R8.13: a descriptor is named by what its link says; only a
+    // `socket:[INODE]` link gives an inode to look up in the socket tables.
+    #[test]
+    fn a_socket_link_gives_its_inode_and_no_other_link_does() {
+        assert_eq!(socket_inode("socket:[4026532]"), Some(4026532));
+        assert_eq!(socket_inode("socket:[0]"), Some(0));
+        for other in ["pipe:[77]", "socket:[77", "socket:[x]", "/tmp/socket:[77]"] {
+            assert_eq!(socket_inode(other), None, "{other}");
+        }
+    }
+
+    // R8.13: a FIFO (a named pipe) is told from any other file, behind a
+    // descriptor's link and at a path the process would open, relative to
+    // its working directory or absolute.
+    #[test]
+    fn a_fifo_is_told_apart_behind_a_descriptor_and_at_a_path() {
+        let dir = std::env::temp_dir().join(format!("sys-fifo-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("work")).unwrap();
+        std::fs::create_dir_all(dir.join("3/fd")).unwrap();
+        let fifo = dir.join("work/feed");
+        let path = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path; the result is checked.
+        assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+        std::fs::write(dir.join("work/plain"), "").unwrap();
+        std::os::unix::fs::symlink(&fifo, dir.join("3/fd/5")).unwrap();
+        std::os::unix::fs::symlink(dir.join("work/plain"), dir.join("3/fd/6")).unwrap();
+        std::os::unix::fs::symlink(dir.join("work"), dir.join("3/cwd")).unwrap();
+        let seen = [
+            fd_is_fifo(&dir, 3, 5),
+            fd_is_fifo(&dir, 3, 6),
+            cwd_is_fifo(&dir, 3, "feed"),
+            cwd_is_fifo(&dir, 3, fifo.to_str().unwrap()),
+            cwd_is_fifo(&dir, 3, "plain"),
+            cwd_is_fifo(&dir, 3, "missing"),
+            cwd_is_fifo(&dir, 4, "feed"),
+        ];
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(seen, [true, false, true, true, false, false, false]);
+    }
+
+    // R8.13: this process's own descriptors read through `self` say what
+    // the kernel says of them: a pipe's link names the pipe's inode, its
+    // metadata is a FIFO's, its fdinfo holds its open flags (a read end
+    // made close-on-exec: O_RDONLY | O_CLOEXEC).
+    #[test]
+    fn own_descriptors_are_read_through_self() {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::MetadataExt;
+        let (reader, _writer) = std::io::pipe().unwrap();
+        let fd = reader.as_raw_fd();
+        let meta = own_fd_metadata(fd).unwrap();
+        assert!(meta.file_type().is_fifo());
+        let target = own_fd_target(fd).unwrap();
+        assert_eq!(target, format!("pipe:[{}]", meta.ino()));
+        let me = std::process::id();
+        assert_eq!(
+            target,
+            fd_target(super::super::proc_root(), me, fd as u64).unwrap()
+        );
+        let info = own_fdinfo(fd).unwrap();
+        let flags = info.lines().find_map(|l| l.strip_prefix("flags:"));
+        assert_eq!(flags.map(str::trim), Some("02000000"), "{info}");
+    }
 }

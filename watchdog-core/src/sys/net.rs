@@ -199,4 +199,103 @@ mod tests {
         assert_eq!(conns[&13].local.to_string(), "127.0.0.1:80");
         assert_eq!(conns[&14].state, "UNKNOWN");
     }
+
+    // R8.13: a Unix socket is named by its path, found by its inode in the
+    // namespace's table: a named socket by its path (spaces kept), an
+    // abstract one with its `@`, an unnamed one by an empty path; the
+    // header and a line cut short are left out.
+    #[test]
+    fn a_unix_socket_table_maps_each_inode_to_its_path() {
+        let t = "Num       RefCount Protocol Flags    Type St Inode Path\n\
+                 0000000000000000: 00000002 00000000 00010000 0001 01 777 /run/app.sock\n\
+                 0000000000000000: 00000002 00000000 00000000 0001 03 778\n\
+                 0000000000000000: 00000002 00000000 00010000 0005 01 779 @/tmp/.X11-unix/X0\n\
+                 0000000000000000: 00000002 00000000 00010000 0001 01 780 /tmp/my app.sock\n\
+                 0000000000000000: 00000002 00000000\n";
+        let expected: HashMap<u64, String> = [
+            (777, "/run/app.sock"),
+            (778, ""),
+            (779, "@/tmp/.X11-unix/X0"),
+            (780, "/tmp/my app.sock"),
+        ]
+        .into_iter()
+        .map(|(i, p)| (i, p.to_owned()))
+        .collect();
+        assert_eq!(parse_unix(t), expected);
+        assert!(parse_unix("Num RefCount Protocol Flags Type St Inode Path\n").is_empty());
+    }
+
+    // R8.13, R5.11: a process's namespace tables are read from its own
+    // `net` directory: TCP of both families, and the Unix sockets; a
+    // process whose tables cannot be read has none.
+    #[test]
+    fn a_fixture_namespace_reads_tcp_of_both_families_and_unix_sockets() {
+        let dir = std::env::temp_dir().join(format!("sys-net-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("4/net")).unwrap();
+        std::fs::write(
+            dir.join("4/net/tcp"),
+            "header\n0: 0100007F:1F90 0100007F:D431 01 0:0 0:0 0 0 0 21 1\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("4/net/tcp6"),
+            "header\n0: 00000000000000000000000001000000:0050 00000000000000000000000000000000:0000 0A 0:0 0:0 0 0 0 22 1\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("4/net/unix"),
+            "Num RefCount Protocol Flags Type St Inode Path\n0: 2 0 10000 1 1 23 /run/x.sock\n",
+        )
+        .unwrap();
+        let tcp = read_tcp(&dir, 4);
+        let unix = read_unix(&dir, 4);
+        let (no_tcp, no_unix) = (read_tcp(&dir, 5), read_unix(&dir, 5));
+        std::fs::remove_dir_all(&dir).unwrap();
+        let mut shown: Vec<(u64, String)> = tcp.iter().map(|(i, c)| (*i, c.to_string())).collect();
+        shown.sort();
+        assert_eq!(
+            shown,
+            [
+                (
+                    21,
+                    "TCP 127.0.0.1:8080 -> 127.0.0.1:54321 ESTABLISHED".to_owned()
+                ),
+                (22, "TCP listening on [::1]:80".to_owned()),
+            ]
+        );
+        assert_eq!(unix, HashMap::from([(23, "/run/x.sock".to_owned())]));
+        assert!(no_tcp.is_empty() && no_unix.is_empty());
+    }
+
+    // R8.13: a connection says its state; a stream whose peer closed it
+    // (CLOSE_WAIT, a dead stream) and one still connecting say so in
+    // words, and only a listener is listening.
+    #[test]
+    fn each_connection_says_its_state_and_a_dead_stream_says_so() {
+        let conn = |state| TcpConn {
+            local: "10.0.0.1:40000".parse().unwrap(),
+            remote: "10.0.0.2:443".parse().unwrap(),
+            state,
+        };
+        let said: Vec<(bool, String)> = ["ESTABLISHED", "CLOSE_WAIT", "SYN_SENT", "LISTEN"]
+            .into_iter()
+            .map(|s| (conn(s).listening(), conn(s).to_string()))
+            .collect();
+        assert_eq!(
+            said,
+            [
+                (false, "TCP 10.0.0.1:40000 -> 10.0.0.2:443 ESTABLISHED".to_owned()),
+                (
+                    false,
+                    "TCP 10.0.0.1:40000 -> 10.0.0.2:443 CLOSE_WAIT (the peer closed the connection)"
+                        .to_owned()
+                ),
+                (
+                    false,
+                    "TCP 10.0.0.1:40000 -> 10.0.0.2:443 SYN_SENT (connecting)".to_owned()
+                ),
+                (true, "TCP listening on 10.0.0.1:40000".to_owned()),
+            ]
+        );
+    }
 }

@@ -110,4 +110,26 @@ mod tests {
             Err(e) => assert!(e.raw_os_error().is_some()),
         }
     }
+
+    // R8.13: a descriptor copied out of a process (here our own) shares
+    // its open file: what is written through the copy comes out of the
+    // pipe's other end. A descriptor the process does not have is the
+    // kernel's EBADF, never a descriptor.
+    #[test]
+    fn a_copied_descriptor_shares_the_open_file_and_a_missing_one_is_ebadf() {
+        use std::io::{Read, Write};
+        let (mut reader, writer) = std::io::pipe().unwrap();
+        let me = Pidfd::open(std::process::id()).unwrap();
+        let copy = me.get_fd(writer.as_raw_fd()).unwrap();
+        assert_ne!(copy.as_raw_fd(), writer.as_raw_fd());
+        drop(writer);
+        std::fs::File::from(copy)
+            .write_all(b"via the copy")
+            .unwrap();
+        let mut got = String::new();
+        reader.read_to_string(&mut got).unwrap();
+        assert_eq!(got, "via the copy");
+        let missing = me.get_fd(-1).unwrap_err();
+        assert_eq!(missing.raw_os_error(), Some(libc::EBADF));
+    }
 }

@@ -377,4 +377,28 @@ mod tests {
         assert_eq!(read_stat(&dir, 42), None);
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    // R5.5: CPU and start times count in the kernel's clock ticks, as
+    // many per second as `sysconf(_SC_CLK_TCK)` says (USER_HZ, 100 on
+    // Linux): a sample's CPU milliseconds are ticks * 1000 / this.
+    #[test]
+    fn cpu_times_count_in_the_kernels_clock_ticks() {
+        // SAFETY: sysconf has no preconditions.
+        let said = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        assert_eq!(ticks_per_second(), u64::try_from(said).unwrap());
+        #[cfg(target_os = "linux")]
+        assert_eq!(ticks_per_second(), 100);
+    }
+
+    // R8.13: a process's executable is the target of its `exe` link,
+    // read as it is (not followed).
+    #[test]
+    fn the_executable_is_the_exe_links_target() {
+        let dir = std::env::temp_dir().join(format!("sys-exe-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("42")).unwrap();
+        std::os::unix::fs::symlink("/opt/app/bin/worker", dir.join("42/exe")).unwrap();
+        let got = (exe(&dir, 42), exe(&dir, 43));
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(got, (Some(PathBuf::from("/opt/app/bin/worker")), None));
+    }
 }

@@ -261,4 +261,77 @@ mod tests {
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    // R8.13: a thread outside any call (`-1 SP PC`) is running, while a
+    // thread blocked in call number 0 (`read` on x86_64) is blocked in it,
+    // with its arguments.
+    #[test]
+    fn a_syscall_line_reads_running_or_the_call_with_its_arguments() {
+        assert_eq!(Blocked::parse("-1 0x7ffd 0x7f3a\n"), Some(Blocked::Running));
+        assert_eq!(
+            Blocked::parse("0 0x3 0x55d0 0x2000 0x0 0x0 0x0 0x7ffd 0x7f3a\n"),
+            Some(Blocked::In {
+                nr: 0,
+                args: [3, 0x55d0, 0x2000, 0, 0, 0]
+            })
+        );
+        assert_eq!(
+            Blocked::parse("7 0x1 0x2 0x3 0x4 0x5 0x6 0x7ffd 0x7f3a\n"),
+            Some(Blocked::In {
+                nr: 7,
+                args: [1, 2, 3, 4, 5, 6]
+            })
+        );
+    }
+
+    // R8.13: the older waits x86_64 still has are told apart like their
+    // successors: `epoll_wait` on its epoll instance, `select` below its
+    // `nfds`, `poll` on descriptors in its own memory.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_older_x86_64_waits_are_told_apart() {
+        let args = [5, 0, 0, 0, 0, 0];
+        assert_eq!(classify(libc::SYS_epoll_wait, &args), Wait::Epoll(5));
+        assert_eq!(classify(libc::SYS_select, &args), Wait::Below(5));
+        assert_eq!(classify(libc::SYS_poll, &args), Wait::Any);
+    }
+
+    // R8.13: a `syscall` file this process may not read (another user's
+    // process, where stallwarden runs unprivileged) says so in plain
+    // words. Root reads anything, so the read is made on a thread whose
+    // file-system uid is nobody's (setfsuid is per thread, and drops the
+    // override of file modes).
+    #[test]
+    fn a_syscall_file_it_may_not_read_says_permission_denied() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("sys-syscall-perm-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("151")).unwrap();
+        let file = dir.join("151/syscall");
+        std::fs::write(&file, "0 0x3 0x7f00 0x1 0x0 0x0 0x0 0x7ffd 0x7f3a\n").unwrap();
+        for (path, mode) in [(&dir, 0o755), (&dir.join("151"), 0o755), (&file, 0o000)] {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+        let said = std::thread::scope(|s| {
+            s.spawn(|| {
+                // SAFETY: setfsuid changes only this thread's file-system uid.
+                unsafe { libc::setfsuid(65534) };
+                read_syscall(&dir, 151)
+            })
+            .join()
+            .unwrap()
+        });
+        std::fs::remove_dir_all(&dir).unwrap();
+        let e = said.unwrap_err();
+        assert_eq!(
+            e,
+            SyscallError::Unreadable {
+                pid: 151,
+                reason: "permission denied".into()
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "cannot read /proc/151/syscall (permission denied)"
+        );
+    }
 }

@@ -256,4 +256,43 @@ mod tests {
         assert_eq!(t.wchan(7).as_deref(), Some("pipe_read"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    // R5.5: a table that cannot be read says so and samples nothing: a
+    // missing root is the OS's error at open, and a file that cannot be
+    // read (a directory where a stat line should be: EISDIR) is no
+    // answer, given at once. The read runs on a thread so that a reader
+    // that kept retrying would fail the test, not hang it.
+    #[test]
+    fn an_unreadable_root_or_file_is_an_error_not_a_hang() {
+        let missing = ProcDir::open("/nonexistent/sys-table").unwrap_err();
+        assert_eq!(missing.kind(), io::ErrorKind::NotFound);
+        let dir = std::env::temp_dir().join(format!("sys-table-dir-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("7/stat")).unwrap();
+        let mut t = ProcDir::open(&dir).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let got = (t.stat(7), t.read(c"7").map(<[u8]>::to_vec));
+            let _ = tx.send(got);
+        });
+        let got = rx.recv_timeout(std::time::Duration::from_secs(30));
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(got, Ok((None, None)));
+    }
+
+    // R5.5, R9.4: the table's directory is a directory and stays ours: a
+    // root that is a file is refused (ENOTDIR) rather than held, and the
+    // held descriptor is close-on-exec, so no child the command spawns
+    // inherits it.
+    #[test]
+    fn the_held_root_must_be_a_directory_and_is_not_inherited() {
+        let file = std::env::temp_dir().join(format!("sys-table-file-{}", std::process::id()));
+        std::fs::write(&file, b"not a table").unwrap();
+        let refused = ProcDir::open(&file).map(|_| ());
+        std::fs::remove_file(&file).unwrap();
+        assert_eq!(refused.unwrap_err().raw_os_error(), Some(libc::ENOTDIR));
+        let held = ProcDir::open(super::super::proc_root()).unwrap();
+        // SAFETY: F_GETFD on a descriptor the table owns.
+        let flags = unsafe { libc::fcntl(held.dir.as_raw_fd(), libc::F_GETFD) };
+        assert_eq!(flags & libc::FD_CLOEXEC, libc::FD_CLOEXEC);
+    }
 }
