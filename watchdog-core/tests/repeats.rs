@@ -548,3 +548,170 @@ fn many_files_read_or_one_test_command_with_improving_results_never_stall() {
         stalls(&sink, &task)
     );
 }
+
+// R5.12: a spinner that writes its frame and then its `\r` in two writes:
+// the frame, a line not yet ended, is judged against the window as the
+// line it will be (a mutant once called every such frame output, another
+// cut every line not yet ended).
+#[test]
+fn a_spinner_frame_before_its_carriage_return_is_judged_with_its_line() {
+    let (_g, task, _) = setup(Profile::default());
+    let mut lines = task.recorder().repeats().lines();
+    let kinds: Vec<_> = [
+        "[ 42%] |",
+        "\r",
+        "[ 42%] /",
+        "\r",
+        "[ 42%] -",
+        "\r",
+        "[ 43%] \\",
+    ]
+    .iter()
+    .map(|s| lines.feed(s.as_bytes()).kind)
+    .collect();
+    use SignalKind::{Output, Repeat};
+    assert_eq!(
+        kinds,
+        [Output, Output, Repeat, Repeat, Repeat, Repeat, Output]
+    );
+}
+
+// R5.12: a line of exactly MAX_LINE bytes not yet ended is whole, and
+// judged; one byte more and it is cut, and a cut line's bytes are output
+// even when its first MAX_LINE bytes are a line in the window (mutants
+// once cut the exact line, or judged the cut one).
+#[test]
+fn a_line_of_max_line_bytes_is_judged_whole_and_one_byte_more_is_cut_to_output() {
+    let (_g, task, _) = setup(Profile::default());
+    let repeats = task.recorder().repeats();
+    let long = vec![b'a'; MAX_LINE];
+    let mut ended = long.clone();
+    ended.push(b'\n');
+    assert_eq!(repeats.lines().feed(&ended).kind, SignalKind::Output);
+    // Each stream its own line not yet ended, the window the task's.
+    assert_eq!(repeats.lines().feed(&long).kind, SignalKind::Repeat);
+    let mut over = long.clone();
+    over.push(b'a');
+    assert_eq!(repeats.lines().feed(&over).kind, SignalKind::Output);
+}
+
+// R5.12: once a read is known to be output, its first new line and the 16
+// judged after it enter the window; the rest are only counted (a mutant
+// once judged every line of a flood).
+#[test]
+fn a_read_known_to_be_output_teaches_the_window_only_its_first_seventeen_lines() {
+    let (_g, task, _) = setup(Profile::default());
+    let mut lines = task.recorder().repeats().lines();
+    let text: String = (0..20).map(|i| format!("row {i} done\n")).collect();
+    let v = lines.feed(text.as_bytes());
+    assert_eq!((v.kind, v.newlines), (SignalKind::Output, 20));
+    assert_eq!(lines.feed(b"row 0 done\n").kind, SignalKind::Repeat);
+    assert_eq!(lines.feed(b"row 16 done\n").kind, SignalKind::Repeat);
+    assert_eq!(lines.feed(b"row 17 done\n").kind, SignalKind::Output);
+    assert_eq!(lines.feed(b"row 19 done\n").kind, SignalKind::Output);
+}
+
+// R5.12: a frame redrawn byte for byte with `\r` is a repeat, and its
+// carriage returns are no newlines of the line count (a mutant once
+// counted a run of `\r` frames as lines).
+#[test]
+fn carriage_returns_of_a_frame_redrawn_byte_for_byte_are_not_newlines() {
+    let (_g, task, _) = setup(Profile::default());
+    let mut lines = task.recorder().repeats().lines();
+    let v = lines.feed(b"\rworking |\rworking |\rworking |\r");
+    assert_eq!((v.kind, v.newlines), (SignalKind::Output, 0));
+    let v = lines.feed(b"working |\rworking |\rworking |\r");
+    assert_eq!((v.kind, v.newlines), (SignalKind::Repeat, 0));
+    let v = lines.feed(b"working |\r\n");
+    assert_eq!((v.kind, v.newlines), (SignalKind::Repeat, 1));
+}
+
+// R5.12: a `\r\n` split across two reads ends one line, also when the
+// `\r` came in the counted rest of a flood of new lines: the next read's
+// `\n` ends no empty line (mutants once lost the `\r`, or carried it into
+// the next line).
+#[test]
+fn a_crlf_split_after_a_flood_of_new_lines_ends_one_line() {
+    let (_g, task, _) = setup(Profile::default());
+    let mut lines = task.recorder().repeats().lines();
+    let mut text = String::from("waiting for db\r\n");
+    text.extend((0..20).map(|i| format!("row {i} done\r\n")));
+    text.pop();
+    let v = lines.feed(text.as_bytes());
+    assert_eq!((v.kind, v.newlines), (SignalKind::Output, 20));
+    let v = lines.feed(b"\nwaiting for db\r\n");
+    assert_eq!((v.kind, v.newlines), (SignalKind::Repeat, 2));
+}
+
+// R5.12: what a source says is judged by its key and, when it repeats,
+// shown as the source asked (mutants once called it always a repeat, or
+// never).
+#[test]
+fn what_a_source_says_repeats_by_its_key_and_is_shown_as_it_asked() {
+    let (_g, task, _) = setup(Profile::default());
+    let repeats = task.recorder().repeats();
+    let said = |key: &str| repeats.said(key.as_bytes(), Some("Let me check the config"));
+    assert_eq!(said("check config"), SignalKind::Output);
+    assert_eq!(said("check config"), SignalKind::Repeat);
+    assert_eq!(said("check the tests"), SignalKind::Output);
+    let r = repeats.repeating().unwrap();
+    assert_eq!((r.shown.as_str(), r.count), ("Let me check the config", 2));
+}
+
+// R5.12: the report says the line that repeats now, how often and since
+// when, not the first line that ever repeated (a mutant once kept the
+// first line's words and start with the second line's count).
+#[test]
+fn the_report_names_the_line_that_repeats_now_not_the_first_that_repeated() {
+    let (guard, task, _) = setup(Profile::default());
+    let repeats = task.recorder().repeats();
+    assert_eq!(repeats.line(b"waiting for db"), SignalKind::Output);
+    assert_eq!(repeats.line(b"waiting for db"), SignalKind::Repeat);
+    guard.advance(Duration::from_secs(5));
+    assert_eq!(repeats.line(b"waiting for cache"), SignalKind::Output);
+    guard.advance(Duration::from_secs(2));
+    for _ in 0..2 {
+        assert_eq!(repeats.line(b"waiting for cache"), SignalKind::Repeat);
+    }
+    guard.advance(Duration::from_secs(1));
+    let r = repeats.repeating().unwrap();
+    assert_eq!(r.source, RepeatSource::Output);
+    assert_eq!(r.shown, "waiting for cache");
+    assert_eq!(r.count, 3);
+    assert_eq!(r.over, Duration::from_secs(3));
+}
+
+// R5.12: a call's first start is a `tool-call` signal; its retry, the same
+// tool on the same input, a `repeat` that renews nothing (a mutant once
+// called every start a repeat).
+#[test]
+fn a_first_start_of_a_call_is_a_tool_call_and_its_retry_a_repeat() {
+    let (guard, task, _) = setup(Profile::default());
+    let last_call = |task: &TaskHandle| task.status().unwrap().last_of(SignalKind::ToolCall);
+    assert_eq!(last_call(&task), None);
+    task.tool_started_with("c1", "Read", b"src/main.rs")
+        .unwrap();
+    assert_eq!(last_call(&task).unwrap().age, Duration::ZERO);
+    guard.advance(Duration::from_secs(3));
+    task.tool_started_with("c2", "Read", b"src/main.rs")
+        .unwrap();
+    assert_eq!(last_call(&task).unwrap().age, Duration::from_secs(3));
+}
+
+// R5.12: one tool on two inputs is two calls, started and finished, even
+// with the same result (mutants once gave every input one digest).
+#[test]
+fn one_tool_on_two_inputs_is_two_calls_even_with_the_same_result() {
+    let (guard, task, _) = setup(Profile::default());
+    let last_call = |task: &TaskHandle| task.status().unwrap().last_of(SignalKind::ToolCall);
+    let ok = watchdog_core::CallOutcome::Success;
+    task.tool_started_with("c1", "Read", b"src/a.rs").unwrap();
+    task.tool_finished_with("c1", ok, b"ok").unwrap();
+    guard.advance(Duration::from_secs(3));
+    task.tool_started_with("c2", "Read", b"src/b.rs").unwrap();
+    assert_eq!(last_call(&task).unwrap().age, Duration::ZERO);
+    guard.advance(Duration::from_secs(3));
+    task.tool_finished_with("c2", ok, b"ok").unwrap();
+    assert_eq!(last_call(&task).unwrap().age, Duration::ZERO);
+    assert!(task.status().unwrap().repeating.is_none());
+}

@@ -271,3 +271,77 @@ pub(crate) type SharedJudge = Arc<Mutex<Judge>>;
 pub(crate) fn new_judge() -> SharedJudge {
     Arc::new(Mutex::new(Judge::new()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T0: Nanos = Nanos::from_nanos(1_000);
+
+    // R5.12: a window holds only what entered it, a fingerprint of 0
+    // included: a call whose digest is 0 is new to an empty window (a
+    // mutant once read the empty window's zeroed slot as a hit).
+    #[test]
+    fn a_digest_of_zero_is_new_to_an_empty_window() {
+        // Read on these bytes: the digest 0, as any other.
+        let input = b"zero:Rd\x00\x81\x0a\x5c\x6a\x11\x30\xdd\x97";
+        assert_eq!(call_input("Read", input), 0);
+        let mut judge = Judge::new();
+        assert!(!judge.call_started(0, T0));
+        assert!(judge.call_started(0, T0));
+        assert!(!judge.call_finished(0, "Read", T0));
+        assert!(judge.call_finished(0, "Read", T0));
+    }
+
+    // R5.12: the raw-line cache never takes an empty slot for a line's:
+    // a line whose raw hash is 1 still gets its own fingerprint, the one
+    // an uncached judgement gives it (a mutant once gave it the empty
+    // slot's 0).
+    #[test]
+    fn a_line_whose_raw_hash_is_one_gets_its_own_fingerprint() {
+        let line = b"cache:1\x00\x1b\x80\x6d\x54\x12\x41\x74\xe6";
+        assert_eq!(raw_hash(line), 1);
+        let mut judge = Judge::new();
+        assert!(!judge.line(line, T0));
+        assert!(judge.said(line, "cache:1", T0));
+    }
+
+    // R5.12: a call's digest tells two tools apart whatever their input,
+    // an input whose raw hash is all zeros or all ones included (mutants
+    // once folded the name into the input with `&` or `|`).
+    #[test]
+    fn a_calls_digest_tells_two_tools_apart_whatever_the_input() {
+        let zeros = b"input:0\x00\xd1\xe3\x7b\xda\x6c\xf8\xfe\xfa";
+        let ones = b"input:F\x00\x42\xba\xa7\x75\x76\x38\xcc\x8b";
+        assert_eq!((raw_hash(zeros), raw_hash(ones)), (0, u64::MAX));
+        for input in [&zeros[..], &ones[..], b"src/main.rs"] {
+            assert_ne!(call_input("Read", input), call_input("Write", input));
+        }
+        assert_ne!(call_input("Read", b"a.rs"), call_input("Read", b"b.rs"));
+    }
+
+    // R5.12: a finished call's digest changes with any bit of its input's
+    // digest, with its outcome and with its result (mutants once folded
+    // them together with `&` or `|`).
+    #[test]
+    fn a_finished_calls_digest_changes_with_its_input_its_outcome_and_its_result() {
+        let outcomes = [
+            CallOutcome::Success,
+            CallOutcome::Error,
+            CallOutcome::Cancelled,
+        ];
+        let input = call_input("Bash(cargo test)", br#"{"command":"cargo test"}"#);
+        for outcome in outcomes {
+            let digest = call_result(input, outcome, b"3 passed");
+            for bit in 0..64 {
+                let other = call_result(input ^ (1 << bit), outcome, b"3 passed");
+                assert_ne!(digest, other, "{outcome:?}, input bit {bit}");
+            }
+            assert_ne!(digest, call_result(input, outcome, b"4 passed"));
+        }
+        let digests = outcomes.map(|o| call_result(input, o, b"3 passed"));
+        assert_ne!(digests[0], digests[1]);
+        assert_ne!(digests[1], digests[2]);
+        assert_ne!(digests[0], digests[2]);
+    }
+}
