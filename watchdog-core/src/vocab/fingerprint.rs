@@ -167,11 +167,13 @@ pub fn fingerprint(line: &[u8]) -> u64 {
     h.finish()
 }
 
-/// `key=value` as its two halves; any other word as itself.
+/// `key=value` as its two halves, and `=value` (a key spaced from its
+/// sign, `time =12:00:01`) as an empty key and its value; any other word
+/// as itself.
 fn split_key_value(raw: &[u8]) -> [Option<&[u8]>; 2] {
     match raw.iter().position(|&b| b == b'=') {
-        Some(i) if i > 0 => [Some(&raw[..i]), Some(&raw[i + 1..])],
-        _ => [Some(raw), None],
+        Some(i) => [Some(&raw[..i]), Some(&raw[i + 1..])],
+        None => [Some(raw), None],
     }
 }
 
