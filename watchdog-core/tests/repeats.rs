@@ -404,6 +404,35 @@ fn repeat_without_output_in_renewed_by_is_refused_with_its_reason() {
     assert!(p.renewed_by.contains(SignalKind::Repeat));
 }
 
+// R5.12, R10.6: the refusal says both what is wrong and what is wanted,
+// whether the list comes as text (a door's value) or is already set on
+// the profile and validated.
+#[test]
+fn a_refused_repeat_without_output_names_the_wanted_list_and_the_reason() {
+    let mut p = Profile::default();
+    let err = p.set("renewed-by", vec!["repeat"]).unwrap_err();
+    assert_eq!(
+        err.expected,
+        "a list that has `output` wherever it has `repeat`"
+    );
+    assert_eq!(
+        err.why.as_deref(),
+        Some("`repeat` renews as the output it is: add `output` too")
+    );
+    let mut p = Profile::default();
+    p.renewed_by = KindSet::EMPTY.with(SignalKind::Repeat);
+    let err = p.validate().unwrap_err();
+    assert_eq!(err.key, "renewed-by");
+    assert_eq!(
+        err.expected,
+        "a list that has `output` wherever it has `repeat`"
+    );
+    assert_eq!(
+        err.why.as_deref(),
+        Some("`repeat` renews as the output it is: add `output` too")
+    );
+}
+
 // A flood of one line, blank lines included, is judged at the speed of a
 // comparison and every line counted.
 #[test]
