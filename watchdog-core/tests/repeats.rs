@@ -419,8 +419,10 @@ fn a_refused_repeat_without_output_names_the_wanted_list_and_the_reason() {
         err.why.as_deref(),
         Some("`repeat` renews as the output it is: add `output` too")
     );
-    let mut p = Profile::default();
-    p.renewed_by = KindSet::EMPTY.with(SignalKind::Repeat);
+    let p = Profile {
+        renewed_by: KindSet::EMPTY.with(SignalKind::Repeat),
+        ..Profile::default()
+    };
     let err = p.validate().unwrap_err();
     assert_eq!(err.key, "renewed-by");
     assert_eq!(
