@@ -8,23 +8,10 @@
 use std::collections::HashMap;
 
 use watchdog_core::repeat::fingerprint;
+
+mod common;
+use common::{differ, same};
 use watchdog_core::{Guard, ManualClock, Profile, SignalKind};
-
-fn same(a: &str, b: &str) {
-    assert_eq!(
-        fingerprint(a.as_bytes()),
-        fingerprint(b.as_bytes()),
-        "expected the same fingerprint:\n  {a}\n  {b}"
-    );
-}
-
-fn differ(a: &str, b: &str) {
-    assert_ne!(
-        fingerprint(a.as_bytes()),
-        fingerprint(b.as_bytes()),
-        "expected different fingerprints:\n  {a}\n  {b}"
-    );
-}
 
 // R5.12: only the value of a key that names a time (`ts=`, `elapsed=`)
 // is set aside; any other `key=value` keeps its value, a result.

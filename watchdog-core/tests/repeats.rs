@@ -6,6 +6,9 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use watchdog_core::repeat::{fingerprint, RepeatSource, MAX_LINE, WINDOW};
+
+mod common;
+use common::{differ, same};
 use watchdog_core::{
     EventKind, Guard, KindSet, ManualClock, Profile, RecordingSink, SignalKind, TaskHandle,
 };
@@ -18,22 +21,6 @@ fn setup(profile: Profile) -> (Guard, TaskHandle, RecordingSink) {
         .build();
     let task = guard.start("job", profile).unwrap();
     (guard, task, sink)
-}
-
-fn same(a: &str, b: &str) {
-    assert_eq!(
-        fingerprint(a.as_bytes()),
-        fingerprint(b.as_bytes()),
-        "expected the same fingerprint:\n  {a}\n  {b}"
-    );
-}
-
-fn differ(a: &str, b: &str) {
-    assert_ne!(
-        fingerprint(a.as_bytes()),
-        fingerprint(b.as_bytes()),
-        "expected different fingerprints:\n  {a}\n  {b}"
-    );
 }
 
 // What only a clock, a spinner frame or a retry counter changes is set

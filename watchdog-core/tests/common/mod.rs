@@ -62,3 +62,23 @@ pub fn budget(
         active,
     }
 }
+
+/// Asserts that two lines have the same fingerprint (R5.12): one is a
+/// repeat of the other.
+pub fn same(a: &str, b: &str) {
+    assert_eq!(
+        watchdog_core::repeat::fingerprint(a.as_bytes()),
+        watchdog_core::repeat::fingerprint(b.as_bytes()),
+        "expected the same fingerprint:\n  {a}\n  {b}"
+    );
+}
+
+/// Asserts that two lines have different fingerprints (R5.12): the second
+/// is new work.
+pub fn differ(a: &str, b: &str) {
+    assert_ne!(
+        watchdog_core::repeat::fingerprint(a.as_bytes()),
+        watchdog_core::repeat::fingerprint(b.as_bytes()),
+        "expected different fingerprints:\n  {a}\n  {b}"
+    );
+}
